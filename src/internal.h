@@ -1,0 +1,159 @@
+/* The one internal header of clnorm: shared types and helpers of src/. */
+#ifndef CLNORM_INTERNAL_H
+#define CLNORM_INTERNAL_H
+
+#include "clnorm.h"
+#include <stdarg.h>
+#include <stdint.h>
+
+#define CLN_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- status.c: errors -------------------------------------------------------- */
+/* Records a formatted message as this thread's last error and returns st. */
+CLN_HIDDEN clnorm_status cln_fail(clnorm_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Maps an OpenCL error to a status and records "<what>: <CL_ERROR_NAME> (<code>)". */
+CLN_HIDDEN clnorm_status cln_cl_fail(cl_int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+CLN_HIDDEN const char *cln_cl_error_name(cl_int err);
+CLN_HIDDEN clnorm_status cln_cl_status(cl_int err);
+
+/* Check macro: on an OpenCL error, record which call failed and jump to fail. */
+#define CLN_CHECK_CL(call, what)                                                   \
+    do {                                                                             \
+        cl_int cln_err_ = (call);                                                    \
+        if (cln_err_ != CL_SUCCESS) { st = cln_cl_fail(cln_err_, "%s", what); goto fail; } \
+    } while (0)
+
+/* ---- device.c: device profiles -------------------------------------------------- */
+typedef enum cln_path {
+    CLN_PATH_LOCAL = 0,    /* local-memory trees: every device */
+    CLN_PATH_SUBGROUP = 1, /* cl_khr_subgroups collectives */
+    CLN_PATH_NV = 2        /* NVIDIA warp shuffles through inline PTX */
+} cln_path;
+#define CLN_PATH_COUNT 3
+CLN_HIDDEN const char *cln_path_name(cln_path p);
+
+/* What clnorm knows about one device; probed once, never trusted from names alone. */
+typedef struct cln_profile {
+    char platform_name[128], platform_vendor[128], platform_version[128];
+    char device_name[128], device_vendor[128], driver_version[128];
+    cl_device_type type;
+    cl_uint compute_units;
+    size_t max_wg;          /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+    size_t pref_multiple;   /* preferred work-group multiple of a probe kernel */
+    int has_subgroups;      /* cl_khr_subgroups usable (a probe kernel compiled) */
+    const char *subgroup_std; /* extra option the sub-group probe needed, or "" */
+    int nv;                 /* NVIDIA with cl_nv_device_attribute_query */
+    cl_uint nv_cc_major, nv_cc_minor, warp; /* warp: 0 when unknown */
+    int has_nv_shuffle;     /* the inline-PTX probe compiled */
+    cln_path best_path;     /* fastest path the device has */
+} cln_profile;
+
+/* Returns the cached profile of dev (probing it on first use). Thread-safe. */
+CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out);
+/* Fills p from device queries only (no probes); used by tools and profile_get. */
+CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
+/* Drops every cached profile (library unload, tests). */
+CLN_HIDDEN void cln_profiles_reset(void);
+
+/* Enumeration in `clnorm devices` order: platforms, then their devices. */
+typedef struct cln_device_ref { cl_platform_id platform; cl_device_id device;
+                                unsigned pi, di; } cln_device_ref;
+/* Resolves a spec as API.md says; NULL spec means $CLNORM_DEVICE or first GPU/first. */
+CLN_HIDDEN clnorm_status cln_device_find(const char *spec, cln_device_ref *out);
+/* Lists up to cap devices; *n receives the total. */
+CLN_HIDDEN clnorm_status cln_device_list(cln_device_ref *out, size_t cap, size_t *n);
+
+/* ---- plan.c: pure plan function ------------------------------------------------- */
+typedef enum cln_op {
+    CLN_OP_RMSNORM = 0, CLN_OP_SOFTMAX_3PASS = 1, CLN_OP_SOFTMAX_ONLINE = 2,
+    CLN_OP_STATS = 3
+} cln_op;
+#define CLN_OP_COUNT 4
+CLN_HIDDEN const char *cln_op_kernel(cln_op op); /* kernel function name */
+CLN_HIDDEN const char *cln_op_name(cln_op op);
+
+/* Limits and overrides that lower or force what the plan may use; 0 / -1 = none. */
+typedef struct cln_limits {
+    size_t max_wg;        /* CLNORM_MAX_WORK_GROUP, or the kernel's own limit */
+    cl_ulong max_local;   /* CLNORM_MAX_LOCAL_MEM */
+    size_t force_wg;      /* CLNORM_WORK_GROUP */
+    size_t force_team;    /* CLNORM_ROW_THREADS: work-items per row */
+    int force_path;       /* CLNORM_REDUCTION: -1 auto, else a cln_path (LOCAL or
+                             SUBGROUP; SUBGROUP means the device's fast path) */
+} cln_limits;
+
+typedef struct cln_plan {
+    cln_op op;
+    cln_path path;        /* program compiled for; the kernel falls back to local
+                             trees at run time where (wg, team) do not suit it */
+    size_t wg;            /* work-group size */
+    size_t team;          /* work-items per row; divides wg */
+    size_t rows_per_wg;   /* wg / team */
+    size_t groups;        /* number of work-groups */
+    size_t local_bytes;   /* __local scratch per work-group */
+} cln_plan;
+
+/* Reads the CLNORM_* limit variables (not thread-safe against setenv). */
+CLN_HIDDEN clnorm_status cln_limits_from_env(cln_limits *l);
+/* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
+   path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
+   reason written to why. */
+CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim,
+                                       cln_op op, clnorm_dtype dtype, size_t rows,
+                                       size_t cols, cln_plan *out, char *why,
+                                       size_t why_len);
+/* Local scratch bytes a (path, op, wg) needs. */
+CLN_HIDDEN size_t cln_plan_local_bytes(cln_op op, size_t wg);
+
+/* ---- source.c: kernel sources ---------------------------------------------------- */
+/* The whole program source (embedded, or from $CLNORM_KERNEL_DIR); malloc'd. */
+CLN_HIDDEN clnorm_status cln_source_get(char **src, size_t *len);
+CLN_HIDDEN uint64_t cln_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- cache.c: programs and kernels ----------------------------------------------- */
+/* A kernel object lent to one caller at a time (clSetKernelArg is not thread-safe). */
+typedef struct cln_kernel_lease { cl_kernel kernel; void *slot; } cln_kernel_lease;
+CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
+                                            const cln_profile *p, clnorm_dtype dtype,
+                                            cln_path path, cln_op op,
+                                            cln_kernel_lease *out);
+CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
+/* Builds (or finds) the program of (ctx, dev, dtype, path). */
+CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
+                                         const cln_profile *p, clnorm_dtype dtype,
+                                         cln_path path, cl_program *out);
+/* Compile options for (profile, dtype, path); writes into buf. */
+CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
+                                  cln_path path, char *buf, size_t len);
+
+/* ---- validate.c ------------------------------------------------------------------ */
+CLN_HIDDEN size_t cln_dtype_size(clnorm_dtype d);
+CLN_HIDDEN const char *cln_dtype_name(clnorm_dtype d);
+/* Checks the common arguments and returns the queue's context and device. */
+CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
+                                         cl_device_id *dev);
+CLN_HIDDEN clnorm_status cln_check_waits(cl_uint n, const cl_event *list);
+/* Checks view `name` of rows x cols elements of esize bytes against its buffer;
+   resolves ld == 0. */
+CLN_HIDDEN clnorm_status cln_check_view(const char *name, cl_context ctx,
+                                        clnorm_matrix *v, size_t rows, size_t cols,
+                                        size_t esize);
+/* Checks a plain array of n elements at offset 0 of mem. */
+CLN_HIDDEN clnorm_status cln_check_array(const char *name, cl_context ctx, cl_mem mem,
+                                         size_t n, size_t esize);
+/* Refuses partial overlap of two views (both already checked); 1 in *same when they
+   are exactly the same view. */
+CLN_HIDDEN clnorm_status cln_check_overlap(const char *a_name, const clnorm_matrix *a,
+                                           const char *b_name, const clnorm_matrix *b,
+                                           size_t rows, size_t cols, size_t esize,
+                                           int *same);
+/* Same for a plain array region [off, off+n) elements against a view. */
+CLN_HIDDEN clnorm_status cln_check_array_overlap(const char *a_name, cl_mem a, size_t n,
+                                                 const char *b_name,
+                                                 const clnorm_matrix *b, size_t rows,
+                                                 size_t cols, size_t esize);
+
+#endif
