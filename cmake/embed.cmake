@@ -1,6 +1,6 @@
 # Turns the OpenCL sources into one C file of byte arrays.
 # Usage: cmake -DOUT=file.c -DSOURCES="a.cl;b.cl" -P embed.cmake
-set(body "/* Generated from cl/*.cl by cmake/embed.cmake; do not edit. */\n#include <stddef.h>\n")
+set(body "/* Generated from the cl folder by cmake/embed.cmake; do not edit. */\n#include <stddef.h>\n")
 set(table "")
 set(n 0)
 foreach(src IN LISTS SOURCES)

@@ -150,10 +150,13 @@ CLN_HIDDEN clnorm_status cln_check_overlap(const char *a_name, const clnorm_matr
                                            const char *b_name, const clnorm_matrix *b,
                                            size_t rows, size_t cols, size_t esize,
                                            int *same);
-/* Same for a plain array region [off, off+n) elements against a view. */
-CLN_HIDDEN clnorm_status cln_check_array_overlap(const char *a_name, cl_mem a, size_t n,
-                                                 const char *b_name,
-                                                 const clnorm_matrix *b, size_t rows,
-                                                 size_t cols, size_t esize);
+
+/* Refuses two byte ranges [off, off+len) that share memory. */
+CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off,
+                                            size_t a_len, const char *b_name, cl_mem b,
+                                            size_t b_off, size_t b_len);
+/* Bytes from a checked view's first element to its last. */
+CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
+                                 size_t esize);
 
 #endif

@@ -1,0 +1,249 @@
+/* The in-memory program cache. A program is built once per (context, device, dtype,
+   reduction path, source, options) and shared by all threads. Kernel objects are
+   lent to one caller at a time from a per-program pool, because clSetKernelArg on a
+   shared cl_kernel is not thread-safe; arguments are captured at enqueue, so a
+   kernel goes back to the pool right after its enqueue. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cln_kslot {
+    cl_kernel kernel;
+    struct cln_kslot *next;
+} cln_kslot;
+
+typedef struct cln_prog {
+    cl_context ctx;
+    cl_device_id dev;
+    uint64_t key; /* hash of source and options */
+    char options[512];
+    cl_program program;
+    int state; /* 0 building, 1 ready, -1 failed */
+    cln_kslot *free_kernels[CLN_OP_COUNT];
+    struct cln_prog *next;
+} cln_prog;
+
+typedef struct cln_lease_slot {
+    cln_prog *prog;
+    cln_op op;
+    cln_kslot *slot;
+} cln_lease_slot;
+
+static pthread_mutex_t cln_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cln_cache_built = PTHREAD_COND_INITIALIZER;
+static cln_prog *cln_progs;
+static char *cln_embedded_src;
+static size_t cln_embedded_len;
+
+void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, char *buf,
+                       size_t len)
+{
+    /* Never -cl-fast-relaxed-math or -cl-finite-math-only: they void the special-value
+       contract. */
+    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d%s%s%s", (int)dtype, (int)path,
+             path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
+             path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
+             path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");
+}
+
+/* The embedded source is assembled once; a kernel folder is re-read at every build so
+   edits show up without restarting. Caller holds the lock for the embedded copy. */
+static clnorm_status cln_source_locked(char **src, size_t *len, int *owned)
+{
+    const char *dir = getenv("CLNORM_KERNEL_DIR");
+    if (dir && *dir) {
+        *owned = 1;
+        return cln_source_get(src, len);
+    }
+    if (!cln_embedded_src) {
+        clnorm_status st = cln_source_get(&cln_embedded_src, &cln_embedded_len);
+        if (st) return st;
+    }
+    *owned = 0;
+    *src = cln_embedded_src;
+    *len = cln_embedded_len;
+    return CLNORM_SUCCESS;
+}
+
+static clnorm_status cln_build(cln_prog *e, const char *src, size_t len)
+{
+    cl_int err;
+    cl_program prog = clCreateProgramWithSource(e->ctx, 1, &src, &len, &err);
+    if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateProgramWithSource");
+    err = clBuildProgram(prog, 1, &e->dev, e->options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        size_t log_len = 0;
+        char *log = NULL;
+        clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
+        if (log_len && (log = calloc(1, log_len + 1)) != NULL)
+            clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, log_len, log, NULL);
+        clnorm_status st = cln_fail(err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS
+                                        ? CLNORM_BUILD_FAILED : cln_cl_status(err),
+                                    "clBuildProgram with \"%s\" failed: %s (%d); build log:\n%s",
+                                    e->options, cln_cl_error_name(err), (int)err,
+                                    log ? log : "(none)");
+        free(log);
+        clReleaseProgram(prog);
+        return st;
+    }
+    e->program = prog;
+    return CLNORM_SUCCESS;
+}
+
+static void cln_prog_free(cln_prog *e)
+{
+    for (int op = 0; op < CLN_OP_COUNT; op++)
+        while (e->free_kernels[op]) {
+            cln_kslot *s = e->free_kernels[op];
+            e->free_kernels[op] = s->next;
+            clReleaseKernel(s->kernel);
+            free(s);
+        }
+    if (e->program) clReleaseProgram(e->program);
+    clReleaseContext(e->ctx);
+    free(e);
+}
+
+static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_profile *p,
+                                  clnorm_dtype dtype, cln_path path, cln_prog **out)
+{
+    char options[512];
+    char *src = NULL;
+    size_t len = 0;
+    int owned = 0;
+    clnorm_status st;
+    cln_build_options(p, dtype, path, options, sizeof options);
+
+    pthread_mutex_lock(&cln_cache_lock);
+    st = cln_source_locked(&src, &len, &owned);
+    if (st) { pthread_mutex_unlock(&cln_cache_lock); return st; }
+    uint64_t key = cln_hash64(options, strlen(options), cln_hash64(src, len, 0));
+    for (;;) {
+        cln_prog *e = cln_progs;
+        for (; e; e = e->next)
+            if (e->ctx == ctx && e->dev == dev && e->key == key && !strcmp(e->options, options))
+                break;
+        if (!e) break;
+        if (e->state == 1) {
+            pthread_mutex_unlock(&cln_cache_lock);
+            if (owned) free(src);
+            *out = e;
+            return CLNORM_SUCCESS;
+        }
+        /* Another thread is building it: wait, then look again (it may have failed
+           and been removed, in which case this thread builds and reports). */
+        pthread_cond_wait(&cln_cache_built, &cln_cache_lock);
+    }
+    cln_prog *e = calloc(1, sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&cln_cache_lock);
+        if (owned) free(src);
+        return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a program cache entry");
+    }
+    clRetainContext(ctx);
+    e->ctx = ctx;
+    e->dev = dev;
+    e->key = key;
+    snprintf(e->options, sizeof e->options, "%s", options);
+    e->next = cln_progs;
+    cln_progs = e;
+    pthread_mutex_unlock(&cln_cache_lock);
+
+    st = cln_build(e, src, len);
+    if (owned) free(src);
+
+    pthread_mutex_lock(&cln_cache_lock);
+    if (st) {
+        for (cln_prog **pp = &cln_progs; *pp; pp = &(*pp)->next)
+            if (*pp == e) { *pp = e->next; break; }
+        cln_prog_free(e);
+    } else {
+        e->state = 1;
+        *out = e;
+    }
+    pthread_cond_broadcast(&cln_cache_built);
+    pthread_mutex_unlock(&cln_cache_lock);
+    return st;
+}
+
+clnorm_status cln_program_get(cl_context ctx, cl_device_id dev, const cln_profile *p,
+                              clnorm_dtype dtype, cln_path path, cl_program *out)
+{
+    cln_prog *e = NULL;
+    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, &e);
+    if (!st) *out = e->program;
+    return st;
+}
+
+clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_profile *p,
+                                 clnorm_dtype dtype, cln_path path, cln_op op,
+                                 cln_kernel_lease *out)
+{
+    cln_prog *e = NULL;
+    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, &e);
+    if (st) return st;
+    cln_lease_slot *ls = malloc(sizeof *ls);
+    if (!ls) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");
+    ls->prog = e;
+    ls->op = op;
+    pthread_mutex_lock(&cln_cache_lock);
+    ls->slot = e->free_kernels[op];
+    if (ls->slot) e->free_kernels[op] = ls->slot->next;
+    pthread_mutex_unlock(&cln_cache_lock);
+    if (!ls->slot) {
+        cl_int err;
+        cl_kernel k = clCreateKernel(e->program, cln_op_kernel(op), &err);
+        if (err != CL_SUCCESS) {
+            free(ls);
+            return cln_cl_fail(err, "clCreateKernel(\"%s\")", cln_op_kernel(op));
+        }
+        ls->slot = malloc(sizeof *ls->slot);
+        if (!ls->slot) {
+            clReleaseKernel(k);
+            free(ls);
+            return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel");
+        }
+        ls->slot->kernel = k;
+        ls->slot->next = NULL;
+    }
+    out->kernel = ls->slot->kernel;
+    out->slot = ls;
+    return CLNORM_SUCCESS;
+}
+
+void cln_kernel_return(cln_kernel_lease *lease)
+{
+    cln_lease_slot *ls = lease->slot;
+    if (!ls) return;
+    pthread_mutex_lock(&cln_cache_lock);
+    ls->slot->next = ls->prog->free_kernels[ls->op];
+    ls->prog->free_kernels[ls->op] = ls->slot;
+    pthread_mutex_unlock(&cln_cache_lock);
+    free(ls);
+    lease->slot = NULL;
+    lease->kernel = NULL;
+}
+
+void clnorm_release_cache(cl_context context)
+{
+    pthread_mutex_lock(&cln_cache_lock);
+    cln_prog **pp = &cln_progs;
+    while (*pp) {
+        cln_prog *e = *pp;
+        /* Entries still being built belong to a running call; leave them. */
+        if ((!context || e->ctx == context) && e->state == 1) {
+            *pp = e->next;
+            cln_prog_free(e);
+        } else {
+            pp = &e->next;
+        }
+    }
+    if (!context) {
+        free(cln_embedded_src);
+        cln_embedded_src = NULL;
+    }
+    pthread_mutex_unlock(&cln_cache_lock);
+}

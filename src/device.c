@@ -1,0 +1,317 @@
+/* Device enumeration, spec matching and the probed profile of each device. */
+#include "internal.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#define CL_DEVICE_WARP_SIZE_NV 0x4003
+#endif
+
+#define CLN_MAX_PLATFORMS 32
+#define CLN_MAX_DEVICES 64
+
+const char *cln_path_name(cln_path p)
+{
+    switch (p) {
+    case CLN_PATH_LOCAL: return "local";
+    case CLN_PATH_SUBGROUP: return "subgroup";
+    case CLN_PATH_NV: return "nv-shuffle";
+    }
+    return "?";
+}
+
+clnorm_status cln_device_list(cln_device_ref *out, size_t cap, size_t *n)
+{
+    cl_platform_id plats[CLN_MAX_PLATFORMS];
+    cl_uint np = 0;
+    *n = 0;
+    cl_int err = clGetPlatformIDs(CLN_MAX_PLATFORMS, plats, &np);
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR: no ICD installed */ || np == 0)
+        return CLNORM_SUCCESS;
+    if (err != CL_SUCCESS) return cln_cl_fail(err, "clGetPlatformIDs");
+    if (np > CLN_MAX_PLATFORMS) np = CLN_MAX_PLATFORMS;
+    for (cl_uint pi = 0; pi < np; pi++) {
+        cl_device_id devs[CLN_MAX_DEVICES];
+        cl_uint nd = 0;
+        /* A platform without devices (Mesa Clover with nothing to drive) is not an
+           error: it just contributes nothing. */
+        if (clGetDeviceIDs(plats[pi], CL_DEVICE_TYPE_ALL, CLN_MAX_DEVICES, devs, &nd) !=
+            CL_SUCCESS)
+            continue;
+        if (nd > CLN_MAX_DEVICES) nd = CLN_MAX_DEVICES;
+        for (cl_uint di = 0; di < nd; di++) {
+            if (*n < cap) {
+                out[*n].platform = plats[pi];
+                out[*n].device = devs[di];
+                out[*n].pi = pi;
+                out[*n].di = di;
+            }
+            (*n)++;
+        }
+    }
+    return CLNORM_SUCCESS;
+}
+
+static void cln_lower(char *s)
+{
+    for (; *s; s++) *s = (char)tolower((unsigned char)*s);
+}
+
+/* "<platform name> <platform vendor> <device name> <device vendor>", lower case. */
+static void cln_device_haystack(const cln_device_ref *r, char *buf, size_t len)
+{
+    char pn[256] = "", pv[256] = "", dn[256] = "", dv[256] = "";
+    clGetPlatformInfo(r->platform, CL_PLATFORM_NAME, sizeof pn - 1, pn, NULL);
+    clGetPlatformInfo(r->platform, CL_PLATFORM_VENDOR, sizeof pv - 1, pv, NULL);
+    clGetDeviceInfo(r->device, CL_DEVICE_NAME, sizeof dn - 1, dn, NULL);
+    clGetDeviceInfo(r->device, CL_DEVICE_VENDOR, sizeof dv - 1, dv, NULL);
+    snprintf(buf, len, "%s %s %s %s", pn, pv, dn, dv);
+    cln_lower(buf);
+}
+
+static int cln_parse_pd(const char *s, unsigned *p, unsigned *d)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0])) return 0;
+    unsigned long a = strtoul(s, &end, 10);
+    if (*end != ':' || !isdigit((unsigned char)end[1])) return 0;
+    unsigned long b = strtoul(end + 1, &end, 10);
+    if (*end != '\0' || a > 1000000 || b > 1000000) return 0;
+    *p = (unsigned)a;
+    *d = (unsigned)b;
+    return 1;
+}
+
+clnorm_status cln_device_find(const char *spec, cln_device_ref *out)
+{
+    cln_device_ref refs[CLN_MAX_DEVICES * 4];
+    size_t n = 0;
+    const char *from = "spec";
+    if (!spec) {
+        spec = getenv("CLNORM_DEVICE");
+        from = "CLNORM_DEVICE";
+        if (spec && !*spec) spec = NULL;
+    }
+    clnorm_status st = cln_device_list(refs, sizeof refs / sizeof refs[0], &n);
+    if (st) return st;
+    if (n > sizeof refs / sizeof refs[0]) n = sizeof refs / sizeof refs[0];
+    if (n == 0)
+        return cln_fail(CLNORM_DEVICE_NOT_FOUND,
+                        "no OpenCL device found: no platform lists a device (is an ICD "
+                        "such as pocl-opencl-icd installed?)");
+    if (!spec) {
+        for (size_t i = 0; i < n; i++) {
+            cl_device_type t = 0;
+            clGetDeviceInfo(refs[i].device, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+            if (t & CL_DEVICE_TYPE_GPU) { *out = refs[i]; return CLNORM_SUCCESS; }
+        }
+        *out = refs[0];
+        return CLNORM_SUCCESS;
+    }
+    if (strlen(spec) > 200)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "device %s is longer than 200 characters",
+                        from);
+    unsigned p, d;
+    if (cln_parse_pd(spec, &p, &d)) {
+        for (size_t i = 0; i < n; i++)
+            if (refs[i].pi == p && refs[i].di == d) { *out = refs[i]; return CLNORM_SUCCESS; }
+        return cln_fail(CLNORM_DEVICE_NOT_FOUND,
+                        "device %s \"%s\": there is no device %u on platform %u "
+                        "(see `clnorm devices`)", from, spec, d, p);
+    }
+    char want[256];
+    snprintf(want, sizeof want, "%s", spec);
+    cln_lower(want);
+    cl_device_type type = 0;
+    if (!strcmp(want, "cpu")) type = CL_DEVICE_TYPE_CPU;
+    if (!strcmp(want, "gpu")) type = CL_DEVICE_TYPE_GPU;
+    for (size_t i = 0; i < n; i++) {
+        if (type) {
+            cl_device_type t = 0;
+            clGetDeviceInfo(refs[i].device, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+            if (t & type) { *out = refs[i]; return CLNORM_SUCCESS; }
+            continue;
+        }
+        char hay[1100];
+        cln_device_haystack(&refs[i], hay, sizeof hay);
+        if (*want && strstr(hay, want)) { *out = refs[i]; return CLNORM_SUCCESS; }
+    }
+    return cln_fail(CLNORM_DEVICE_NOT_FOUND,
+                    "no OpenCL device matches %s \"%s\" (%zu devices; see `clnorm "
+                    "devices`)", from, spec, n);
+}
+
+static int cln_has_ext(const char *exts, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *s = exts; (s = strstr(s, name)) != NULL; s += len)
+        if ((s == exts || s[-1] == ' ') && (s[len] == ' ' || s[len] == '\0')) return 1;
+    return 0;
+}
+
+clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
+{
+    clnorm_status st = CLNORM_SUCCESS;
+    cl_platform_id plat;
+    memset(p, 0, sizeof *p);
+    p->subgroup_std = "";
+    CLN_CHECK_CL(clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL),
+                 "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
+    clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof p->platform_name - 1, p->platform_name, NULL);
+    clGetPlatformInfo(plat, CL_PLATFORM_VENDOR, sizeof p->platform_vendor - 1, p->platform_vendor, NULL);
+    clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof p->platform_version - 1, p->platform_version, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof p->device_name - 1, p->device_name, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof p->device_vendor - 1, p->device_vendor, NULL);
+    clGetDeviceInfo(dev, CL_DRIVER_VERSION, sizeof p->driver_version - 1, p->driver_version, NULL);
+    CLN_CHECK_CL(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof p->type, &p->type, NULL),
+                 "clGetDeviceInfo(CL_DEVICE_TYPE)");
+    CLN_CHECK_CL(clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof p->compute_units,
+                                 &p->compute_units, NULL),
+                 "clGetDeviceInfo(CL_DEVICE_MAX_COMPUTE_UNITS)");
+    CLN_CHECK_CL(clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof p->max_wg,
+                                 &p->max_wg, NULL),
+                 "clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE)");
+    size_t dims[3] = {0, 0, 0};
+    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dims, dims, NULL) ==
+            CL_SUCCESS && dims[0] && dims[0] < p->max_wg)
+        p->max_wg = dims[0];
+    CLN_CHECK_CL(clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof p->local_mem,
+                                 &p->local_mem, NULL),
+                 "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
+    p->pref_multiple = (p->type & CL_DEVICE_TYPE_GPU) ? 32 : 8;
+    size_t elen = 0;
+    char *exts = NULL;
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &elen) == CL_SUCCESS &&
+        (exts = calloc(1, elen + 1)) != NULL)
+        clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, elen, exts, NULL);
+    if (exts && cln_has_ext(exts, "cl_nv_device_attribute_query")) {
+        p->nv = 1;
+        clGetDeviceInfo(dev, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof(cl_uint),
+                        &p->nv_cc_major, NULL);
+        clGetDeviceInfo(dev, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof(cl_uint),
+                        &p->nv_cc_minor, NULL);
+        clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
+    }
+    /* Remember the candidates; the probes decide. */
+    if (exts && (cln_has_ext(exts, "cl_khr_subgroups") || cln_has_ext(exts, "cl_intel_subgroups")))
+        p->has_subgroups = 1;
+    free(exts);
+    return CLNORM_SUCCESS;
+fail:
+    return st;
+}
+
+/* Compiles a tiny kernel to learn whether a reduction path really works here. */
+static int cln_try_compile(cl_device_id dev, const char *src, const char *opts,
+                           size_t *pref_multiple)
+{
+    cl_int err;
+    int ok = 0;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (err != CL_SUCCESS) return 0;
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    if (err == CL_SUCCESS && clBuildProgram(prog, 1, &dev, opts, NULL, NULL) == CL_SUCCESS) {
+        cl_kernel k = clCreateKernel(prog, "probe", &err);
+        if (err == CL_SUCCESS) {
+            ok = 1;
+            size_t m = 0;
+            if (pref_multiple &&
+                clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                         sizeof m, &m, NULL) == CL_SUCCESS && m)
+                *pref_multiple = m;
+            clReleaseKernel(k);
+        }
+    }
+    if (prog) clReleaseProgram(prog);
+    clReleaseContext(ctx);
+    return ok;
+}
+
+static const char cln_probe_subgroup[] =
+    "#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n"
+    "__kernel void probe(__global float *p) {\n"
+    "  float v = sub_group_reduce_add(p[get_global_id(0)]);\n"
+    "  v += sub_group_reduce_max(v) + (float)get_sub_group_size() + (float)get_num_sub_groups();\n"
+    "  p[get_global_id(0)] = v + (float)get_sub_group_id() + (float)get_sub_group_local_id();\n"
+    "}\n";
+
+static const char cln_probe_nv[] =
+    "__kernel void probe(__global float *p) {\n"
+    "  float v = p[get_global_id(0)], r;\n"
+    "#ifdef CLN_NV_SYNC\n"
+    "  asm volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\" : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
+    "#else\n"
+    "  asm volatile(\"shfl.bfly.b32 %0, %1, %2, 0x1f;\" : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
+    "#endif\n"
+    "  p[get_global_id(0)] = r;\n"
+    "}\n";
+
+static const char cln_probe_plain[] =
+    "__kernel void probe(__global float *p) { p[get_global_id(0)] += 1.0f; }\n";
+
+static void cln_profile_probe(cl_device_id dev, cln_profile *p)
+{
+    cln_try_compile(dev, cln_probe_plain, "", &p->pref_multiple);
+    if (p->has_subgroups) {
+        /* OpenCL C 2.0+ compilers may expose the built-ins only under -cl-std. */
+        if (cln_try_compile(dev, cln_probe_subgroup, "", NULL)) p->subgroup_std = "";
+        else if (cln_try_compile(dev, cln_probe_subgroup, "-cl-std=CL3.0", NULL))
+            p->subgroup_std = "-cl-std=CL3.0";
+        else if (cln_try_compile(dev, cln_probe_subgroup, "-cl-std=CL2.0", NULL))
+            p->subgroup_std = "-cl-std=CL2.0";
+        else p->has_subgroups = 0;
+    }
+    if (p->nv && p->warp == 32) {
+        const char *opt = p->nv_cc_major >= 7 ? "-DCLN_NV_SYNC" : "";
+        p->has_nv_shuffle = cln_try_compile(dev, cln_probe_nv, opt, NULL);
+    }
+    p->best_path = p->has_nv_shuffle ? CLN_PATH_NV
+                   : p->has_subgroups ? CLN_PATH_SUBGROUP : CLN_PATH_LOCAL;
+}
+
+/* Profiles live for the life of the process: device ids are few and stable. */
+typedef struct cln_profile_entry {
+    cl_device_id dev;
+    cln_profile prof;
+    struct cln_profile_entry *next;
+} cln_profile_entry;
+static cln_profile_entry *cln_profiles;
+static pthread_mutex_t cln_profiles_lock = PTHREAD_MUTEX_INITIALIZER;
+
+clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
+{
+    clnorm_status st = CLNORM_SUCCESS;
+    pthread_mutex_lock(&cln_profiles_lock);
+    for (cln_profile_entry *e = cln_profiles; e; e = e->next)
+        if (e->dev == dev) { *out = &e->prof; goto done; }
+    cln_profile_entry *e = calloc(1, sizeof *e);
+    if (!e) { st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a device profile"); goto done; }
+    st = cln_profile_query(dev, &e->prof);
+    if (st) { free(e); goto done; }
+    /* Probing under the lock keeps two threads from compiling the same probes. */
+    cln_profile_probe(dev, &e->prof);
+    e->dev = dev;
+    e->next = cln_profiles;
+    cln_profiles = e;
+    *out = &e->prof;
+done:
+    pthread_mutex_unlock(&cln_profiles_lock);
+    return st;
+}
+
+void cln_profiles_reset(void)
+{
+    pthread_mutex_lock(&cln_profiles_lock);
+    while (cln_profiles) {
+        cln_profile_entry *e = cln_profiles;
+        cln_profiles = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&cln_profiles_lock);
+}

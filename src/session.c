@@ -1,0 +1,158 @@
+/* Sessions (one context and one in-order queue on one device) and the host-array
+   functions built on them. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct clnorm_session {
+    cl_context context;
+    cl_command_queue queue;
+    cl_device_id device;
+    char device_name[256];
+};
+
+clnorm_status clnorm_session_create(const char *spec, clnorm_session **out)
+{
+    clnorm_status st = CLNORM_SUCCESS;
+    cln_device_ref ref;
+    clnorm_session *s = NULL;
+    cl_int err;
+    if (!out) return cln_fail(CLNORM_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if ((st = cln_device_find(spec, &ref))) return st;
+    s = calloc(1, sizeof *s);
+    if (!s) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a session");
+    s->device = ref.device;
+    clGetDeviceInfo(ref.device, CL_DEVICE_NAME, sizeof s->device_name - 1, s->device_name, NULL);
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ref.platform, 0};
+    s->context = clCreateContext(props, 1, &ref.device, NULL, NULL, &err);
+    CLN_CHECK_CL(err, "clCreateContext");
+    /* Profiling costs nothing measurable and lets tools time kernels on the queue. */
+    s->queue = clCreateCommandQueue(s->context, ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
+    CLN_CHECK_CL(err, "clCreateCommandQueue");
+    *out = s;
+    return CLNORM_SUCCESS;
+fail:
+    clnorm_session_destroy(s);
+    return st;
+}
+
+void clnorm_session_destroy(clnorm_session *s)
+{
+    if (!s) return;
+    if (s->queue) {
+        clFinish(s->queue);
+        clReleaseCommandQueue(s->queue);
+    }
+    if (s->context) {
+        clnorm_release_cache(s->context);
+        clReleaseContext(s->context);
+    }
+    free(s);
+}
+
+cl_context clnorm_session_context(const clnorm_session *s) { return s ? s->context : NULL; }
+cl_command_queue clnorm_session_queue(const clnorm_session *s) { return s ? s->queue : NULL; }
+const char *clnorm_session_device_name(const clnorm_session *s) { return s ? s->device_name : ""; }
+
+/* Bytes of rows x cols elements, refusing NULL pointers and size overflow. */
+static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                    size_t cols, size_t *bytes)
+{
+    if (!s) return cln_fail(CLNORM_INVALID_ARGUMENT, "session is NULL");
+    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
+        return cln_fail(CLNORM_INVALID_ARGUMENT,
+                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
+                        (int)dtype);
+    if (cols == 0) return cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
+    if (__builtin_mul_overflow(rows, cols, bytes) ||
+        __builtin_mul_overflow(*bytes, cln_dtype_size(dtype), bytes))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "rows %zu x cols %zu overflows size_t", rows, cols);
+    return CLNORM_SUCCESS;
+}
+
+static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *init, cl_mem *out,
+                                const char *name)
+{
+    cl_int err;
+    cl_mem_flags flags = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
+    *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
+    if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateBuffer(%s, %zu bytes)", name, bytes);
+    return CLNORM_SUCCESS;
+}
+
+static clnorm_status cln_read(clnorm_session *s, cl_mem m, size_t bytes, void *dst)
+{
+    cl_int err = clEnqueueReadBuffer(s->queue, m, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueReadBuffer(%zu bytes)", bytes);
+    return CLNORM_SUCCESS;
+}
+
+clnorm_status clnorm_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                  size_t cols, const void *x, const void *gamma, void *y,
+                                  float eps)
+{
+    size_t bytes;
+    cl_mem bx = NULL, bg = NULL;
+    clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (st) return st;
+    if (rows && (!x || !y))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL", !x ? "x" : "y");
+    if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_buffer(s, bytes, x, &bx, "x"))) goto fail;
+    if (gamma && (st = cln_buffer(s, cols * cln_dtype_size(dtype), gamma, &bg, "gamma"))) goto fail;
+    clnorm_matrix v = {bx, 0, 0};
+    if ((st = clnorm_rmsnorm(s->queue, dtype, rows, cols, v, bg, v, eps, 0, NULL, NULL))) goto fail;
+    st = cln_read(s, bx, bytes, y);
+fail:
+    if (bx) clReleaseMemObject(bx);
+    if (bg) clReleaseMemObject(bg);
+    return st;
+}
+
+clnorm_status clnorm_softmax_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                  size_t cols, const void *x, void *y, clnorm_softmax_algo algo)
+{
+    size_t bytes;
+    cl_mem bx = NULL;
+    clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (st) return st;
+    if (rows && (!x || !y))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL", !x ? "x" : "y");
+    if ((st = cln_buffer(s, bytes, rows ? x : NULL, &bx, "x"))) return st;
+    clnorm_matrix v = {bx, 0, 0};
+    /* The device call validates algo; with rows == 0 it is a no-op. */
+    st = clnorm_softmax(s->queue, dtype, rows, cols, v, v, algo, 0, NULL, NULL);
+    if (!st && rows) st = cln_read(s, bx, bytes, y);
+    clReleaseMemObject(bx);
+    return st;
+}
+
+clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                        size_t cols, const void *x, float *row_max,
+                                        float *row_sum)
+{
+    size_t bytes;
+    cl_mem bx = NULL, bm = NULL, bs = NULL;
+    clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (st) return st;
+    if (rows && (!x || !row_max || !row_sum))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",
+                        !x ? "x" : !row_max ? "row_max" : "row_sum");
+    if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_buffer(s, bytes, x, &bx, "x")) ||
+        (st = cln_buffer(s, rows * sizeof(float), NULL, &bm, "row_max")) ||
+        (st = cln_buffer(s, rows * sizeof(float), NULL, &bs, "row_sum")))
+        goto fail;
+    clnorm_matrix v = {bx, 0, 0};
+    if ((st = clnorm_softmax_stats(s->queue, dtype, rows, cols, v, bm, bs, 0, NULL, NULL)) ||
+        (st = cln_read(s, bm, rows * sizeof(float), row_max)) ||
+        (st = cln_read(s, bs, rows * sizeof(float), row_sum)))
+        goto fail;
+fail:
+    if (bx) clReleaseMemObject(bx);
+    if (bm) clReleaseMemObject(bm);
+    if (bs) clReleaseMemObject(bs);
+    return st;
+}

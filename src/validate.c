@@ -1,0 +1,176 @@
+/* Argument validation: every refusal names the offending value. Nothing here
+   enqueues work or touches a buffer's contents. */
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+size_t cln_dtype_size(clnorm_dtype d) { return d == CLNORM_F32 ? 4 : 2; }
+
+const char *cln_dtype_name(clnorm_dtype d)
+{
+    switch (d) {
+    case CLNORM_F32: return "f32";
+    case CLNORM_F16: return "f16";
+    case CLNORM_BF16: return "bf16";
+    }
+    return "?";
+}
+
+clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id *dev)
+{
+    if (!q) return cln_fail(CLNORM_INVALID_ARGUMENT, "queue is NULL");
+    cl_int err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof *ctx, ctx, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof *dev, dev, NULL);
+    if (err != CL_SUCCESS)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "queue %p is not a valid command queue: %s",
+                        (void *)q, cln_cl_error_name(err));
+    return CLNORM_SUCCESS;
+}
+
+clnorm_status cln_check_waits(cl_uint n, const cl_event *list)
+{
+    if (n > 0 && !list)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "num_wait is %u but wait_list is NULL", n);
+    if (n == 0 && list)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list is not NULL but num_wait is 0");
+    for (cl_uint i = 0; i < n; i++)
+        if (!list[i]) return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list[%u] is NULL", i);
+    return CLNORM_SUCCESS;
+}
+
+/* Size and context of a buffer, or a refusal naming it. */
+static clnorm_status cln_mem_info(const char *name, cl_context ctx, cl_mem mem, size_t *size)
+{
+    if (!mem) return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL", name);
+    cl_mem_object_type type = 0;
+    cl_context mctx = NULL;
+    cl_int err = clGetMemObjectInfo(mem, CL_MEM_TYPE, sizeof type, &type, NULL);
+    if (err == CL_SUCCESS) err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof *size, size, NULL);
+    if (err == CL_SUCCESS) err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
+    if (err != CL_SUCCESS)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s (%p) is not a valid cl_mem: %s", name,
+                        (void *)mem, cln_cl_error_name(err));
+    if (type != CL_MEM_OBJECT_BUFFER)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is not a buffer (cl_mem_object_type 0x%x)",
+                        name, (unsigned)type);
+    if (mctx != ctx)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s belongs to another context than the queue",
+                        name);
+    return CLNORM_SUCCESS;
+}
+
+/* Elements a view spans, offset + (rows-1)*ld + cols, or 0 on size_t overflow. */
+static size_t cln_view_end(size_t offset, size_t rows, size_t cols, size_t ld)
+{
+    size_t span;
+    if (rows == 0) return offset;
+    if (__builtin_mul_overflow(rows - 1, ld, &span)) return 0;
+    if (__builtin_add_overflow(span, cols, &span)) return 0;
+    if (__builtin_add_overflow(span, offset, &span)) return 0;
+    return span;
+}
+
+clnorm_status cln_check_view(const char *name, cl_context ctx, clnorm_matrix *v, size_t rows,
+                             size_t cols, size_t esize)
+{
+    char mname[64];
+    snprintf(mname, sizeof mname, "%s.mem", name);
+    size_t size = 0;
+    clnorm_status st = cln_mem_info(mname, ctx, v->mem, &size);
+    if (st) return st;
+    if (v->ld == 0) v->ld = cols;
+    if (v->ld < cols)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.ld = %zu is less than cols = %zu", name,
+                        v->ld, cols);
+    if (rows == 0) return CLNORM_SUCCESS;
+    size_t end = cln_view_end(v->offset, rows, cols, v->ld), bytes;
+    if (end == 0 || __builtin_mul_overflow(end, esize, &bytes))
+        return cln_fail(CLNORM_OUT_OF_BOUNDS,
+                        "%s: offset %zu + (rows %zu - 1) * ld %zu + cols %zu overflows size_t",
+                        name, v->offset, rows, v->ld, cols);
+    if (bytes > size)
+        return cln_fail(CLNORM_OUT_OF_BOUNDS,
+                        "%s: the view reaches element %zu (offset %zu + (rows %zu - 1) * ld %zu "
+                        "+ cols %zu) but %s holds %zu elements of %zu bytes",
+                        name, end, v->offset, rows, v->ld, cols, mname, size / esize, esize);
+    return CLNORM_SUCCESS;
+}
+
+clnorm_status cln_check_array(const char *name, cl_context ctx, cl_mem mem, size_t n,
+                              size_t esize)
+{
+    size_t size = 0, bytes;
+    clnorm_status st = cln_mem_info(name, ctx, mem, &size);
+    if (st) return st;
+    if (__builtin_mul_overflow(n, esize, &bytes) || bytes > size)
+        return cln_fail(CLNORM_OUT_OF_BOUNDS, "%s holds %zu bytes but needs %zu elements of %zu "
+                        "bytes", name, size, n, esize);
+    return CLNORM_SUCCESS;
+}
+
+/* The buffer a cl_mem lives in and its byte offset there, so that two sub-buffers
+   of one buffer are compared as what they are. */
+static void cln_mem_base(cl_mem m, cl_mem *base, size_t *off)
+{
+    cl_mem parent = NULL;
+    size_t o = 0;
+    *base = m;
+    *off = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) ==
+            CL_SUCCESS && parent &&
+        clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof o, &o, NULL) == CL_SUCCESS) {
+        *base = parent;
+        *off = o;
+    }
+}
+
+clnorm_status cln_check_overlap(const char *a_name, const clnorm_matrix *a, const char *b_name,
+                                const clnorm_matrix *b, size_t rows, size_t cols, size_t esize,
+                                int *same)
+{
+    cl_mem abase, bbase;
+    size_t aoff, boff;
+    *same = 0;
+    if (rows == 0) return CLNORM_SUCCESS;
+    cln_mem_base(a->mem, &abase, &aoff);
+    cln_mem_base(b->mem, &bbase, &boff);
+    if (abase != bbase) return CLNORM_SUCCESS;
+    /* Byte ranges; both views were checked, so these cannot overflow. */
+    size_t a0 = aoff + a->offset * esize, b0 = boff + b->offset * esize;
+    size_t a1 = aoff + cln_view_end(a->offset, rows, cols, a->ld) * esize;
+    size_t b1 = boff + cln_view_end(b->offset, rows, cols, b->ld) * esize;
+    if (a0 == b0 && a->ld == b->ld) { *same = 1; return CLNORM_SUCCESS; }
+    if (a1 <= b0 || b1 <= a0) return CLNORM_SUCCESS;
+    /* Same stride: rows may interleave without sharing an element. */
+    size_t d = a0 > b0 ? a0 - b0 : b0 - a0;
+    if (a->ld == b->ld && d % esize == 0) {
+        size_t dm = (d / esize) % a->ld;
+        if (dm >= cols && dm + cols <= a->ld) return CLNORM_SUCCESS;
+    }
+    return cln_fail(CLNORM_INVALID_ARGUMENT,
+                    "%s (offset %zu, ld %zu) and %s (offset %zu, ld %zu) overlap partially in "
+                    "one buffer; only the exact same view (in place) is allowed",
+                    a_name, a->offset, a->ld, b_name, b->offset, b->ld);
+}
+
+clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off, size_t a_len,
+                                 const char *b_name, cl_mem b, size_t b_off, size_t b_len)
+{
+    cl_mem abase, bbase;
+    size_t ao, bo;
+    cln_mem_base(a, &abase, &ao);
+    cln_mem_base(b, &bbase, &bo);
+    if (abase != bbase || a_len == 0 || b_len == 0) return CLNORM_SUCCESS;
+    size_t a0 = ao + a_off, b0 = bo + b_off;
+    if (a0 + a_len <= b0 || b0 + b_len <= a0) return CLNORM_SUCCESS;
+    return cln_fail(CLNORM_INVALID_ARGUMENT,
+                    "%s (bytes %zu..%zu) and %s (bytes %zu..%zu) overlap in one buffer", a_name,
+                    a0, a0 + a_len, b_name, b0, b0 + b_len);
+}
+
+size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols, size_t esize)
+{
+    return rows ? ((rows - 1) * v->ld + cols) * esize : 0;
+}

@@ -1,0 +1,170 @@
+/* `clnorm`: the command-line face of the library. This file holds the dispatch
+   table, the top-level help and the small helpers every subcommand shares. */
+#include "tool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv); /* NULL: not written yet */
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, "list platforms and devices, and what clnorm picks on each"},
+    {"run", cmd_run, "run every operation on random data: check it and time it"},
+    /* Placeholders: these come in later issues. Put the function in the table. */
+    {"bench", NULL, "benchmark a sweep of shapes against copy bandwidth"},
+    {"tune", NULL, "search work-group sizes and store a tuning table"},
+    {"cache", NULL, "inspect or clear the on-disk program cache"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: clnorm <command> [options]\n"
+            "       clnorm help [<command>]   clnorm --version\n"
+            "\n"
+            "clnorm %s: row-wise RMSNorm, softmax and softmax statistics on OpenCL.\n"
+            "\n"
+            "commands:\n",
+            clnorm_version());
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].summary,
+                commands[i].fn ? "" : " (not yet implemented)");
+    fprintf(f,
+            "\n"
+            "Every command takes --help. Environment: CLNORM_DEVICE (default device spec),\n"
+            "CLNORM_REDUCTION (auto|subgroup|local), CLNORM_KERNEL_DIR, CLNORM_CACHE_DIR.\n");
+}
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static int dispatch(const command *c, int argc, char **argv)
+{
+    if (!c->fn) {
+        fprintf(stderr, "clnorm %s: not yet implemented\n", c->name);
+        return TOOL_USAGE;
+    }
+    return c->fn(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    /* Line-buffered even into a pipe, so results and stderr messages keep order. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        usage(stderr);
+        return TOOL_USAGE;
+    }
+    const char *name = argv[1];
+    if (tool_is_help(name) || (!strcmp(name, "help") && argc == 2)) {
+        usage(stdout);
+        return TOOL_OK;
+    }
+    if (!strcmp(name, "--version")) {
+        printf("clnorm %s\n", clnorm_version());
+        return TOOL_OK;
+    }
+    if (!strcmp(name, "help")) {
+        /* `clnorm help run` is `clnorm run --help`. */
+        const command *c = find_command(argv[2]);
+        if (!c) {
+            fprintf(stderr, "clnorm: no command \"%s\"\n\n", argv[2]);
+            usage(stderr);
+            return TOOL_USAGE;
+        }
+        char help[] = "--help";
+        char *sub[] = {argv[2], help, NULL};
+        return dispatch(c, 2, sub);
+    }
+    const command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "clnorm: unknown command \"%s\"\n\n", name);
+        usage(stderr);
+        return TOOL_USAGE;
+    }
+    return dispatch(c, argc - 1, argv + 1);
+}
+
+/* ---- helpers shared by the subcommands ---------------------------------------- */
+
+int tool_is_help(const char *arg)
+{
+    return !strcmp(arg, "--help") || !strcmp(arg, "-h");
+}
+
+int tool_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "clnorm: option %s needs a value\n", name);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+int tool_parse_size(const char *opt, const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v == 0 || s[0] == '-' || v > (size_t)-1) {
+        fprintf(stderr, "clnorm: %s \"%s\" is not a positive integer\n", opt, s);
+        return 0;
+    }
+    *out = (size_t)v;
+    return 1;
+}
+
+int tool_parse_dtype(const char *s, clnorm_dtype *out)
+{
+    if (!strcmp(s, "f32")) *out = CLNORM_F32;
+    else if (!strcmp(s, "f16")) *out = CLNORM_F16;
+    else if (!strcmp(s, "bf16")) *out = CLNORM_BF16;
+    else {
+        fprintf(stderr, "clnorm: --dtype \"%s\" is not f32, f16 or bf16\n", s);
+        return 0;
+    }
+    return 1;
+}
+
+void tool_report(const char *what, clnorm_status st)
+{
+    const char *msg = clnorm_last_error();
+    fprintf(stderr, "clnorm: %s: %s%s%s\n", what, clnorm_status_string(st), *msg ? ": " : "",
+            msg);
+}
+
+const char *tool_type_name(cl_device_type t, char *buf, size_t len)
+{
+    static const struct { cl_device_type bit; const char *name; } types[] = {
+        {CL_DEVICE_TYPE_CPU, "CPU"}, {CL_DEVICE_TYPE_GPU, "GPU"},
+        {CL_DEVICE_TYPE_ACCELERATOR, "ACCELERATOR"}, {CL_DEVICE_TYPE_CUSTOM, "CUSTOM"},
+        {CL_DEVICE_TYPE_DEFAULT, "DEFAULT"},
+    };
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if ((t & types[i].bit) && used < len)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "",
+                                     types[i].name);
+    if (!buf[0]) snprintf(buf, len, "0x%llx", (unsigned long long)t);
+    return buf;
+}

@@ -1,0 +1,32 @@
+/* Shared declarations of the `clnorm` command-line tool. */
+#ifndef CLNORM_TOOL_H
+#define CLNORM_TOOL_H
+
+#include "internal.h"
+
+#include <stdio.h>
+
+/* Exit codes: 0 all good, 1 a wrong result or an error, 2 bad usage. */
+enum { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2 };
+
+/* Subcommands: argv[0] is the subcommand's own name. */
+int cmd_devices(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* 1 for "--help" or "-h". */
+int tool_is_help(const char *arg);
+/* Matches "--name VALUE" or "--name=VALUE" at argv[*i], advancing *i past a separate
+   value. Returns 1 on a match, 0 when argv[*i] is another option, -1 (after a message)
+   when the value is missing. */
+int tool_opt(int argc, char **argv, int *i, const char *name, const char **val);
+/* Parses a positive integer option value; prints a message and returns 0 if bad. */
+int tool_parse_size(const char *opt, const char *s, size_t *out);
+/* "f32", "f16" or "bf16"; prints a message and returns 0 if bad. */
+int tool_parse_dtype(const char *s, clnorm_dtype *out);
+/* Prints "clnorm: <what>: <STATUS>: <last error>" to stderr. Call it right after the
+   failed library call: the last-error text belongs to the latest call. */
+void tool_report(const char *what, clnorm_status st);
+/* "CPU", "GPU", "GPU|DEFAULT", ... */
+const char *tool_type_name(cl_device_type t, char *buf, size_t len);
+
+#endif
