@@ -198,6 +198,9 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
                         &p->nv_cc_minor, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
     }
+    if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
+    const char *pv = strstr(p->platform_version, "PoCL ");
+    if (pv) p->pocl_major = atoi(pv + 5);
     /* Remember the candidates; the probes decide. */
     if (exts && (cln_has_ext(exts, "cl_khr_subgroups") || cln_has_ext(exts, "cl_intel_subgroups")))
         p->has_subgroups = 1;

@@ -48,6 +48,8 @@ typedef struct cln_profile {
     int nv;                 /* NVIDIA with cl_nv_device_attribute_query */
     cl_uint nv_cc_major, nv_cc_minor, warp; /* warp: 0 when unknown */
     int has_nv_shuffle;     /* the inline-PTX probe compiled */
+    int nv_compiler_options; /* cl_nv_compiler_options: -cl-nv-maxrregcount works */
+    int pocl_major;         /* PoCL's major version, 0 for other platforms */
     cln_path best_path;     /* fastest path the device has */
 } cln_profile;
 

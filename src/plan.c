@@ -138,6 +138,12 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     size_t wg, team;
     if (lim->force_wg) {
         wg = lim->force_wg;
+        if (wg == 1 && p->pocl_major >= 4) {
+            snprintf(why, why_len, "CLNORM_WORK_GROUP=1: PoCL %d fails to run kernels with "
+                     "local-memory arguments in work-groups of one work-item",
+                     p->pocl_major);
+            return CLNORM_UNSUPPORTED;
+        }
         if (wg > max_wg) {
             snprintf(why, why_len, "CLNORM_WORK_GROUP=%zu exceeds the %zu work-items this "
                      "device and kernel allow (local memory %llu bytes)", wg, max_wg,
@@ -163,6 +169,11 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         size_t rpw = target > team ? target / team : 1;
         size_t rows_p2 = cln_pow2_ceil(rows ? rows : 1);
         if (rpw > rows_p2) rpw = rows_p2;
+        /* At least the preferred multiple, even when rows are few: spare rows cost
+           nothing, and PoCL 4+ cannot run one-work-item groups with local arguments. */
+        size_t min_wg = p->pref_multiple ? p->pref_multiple : 1;
+        if (min_wg > target) min_wg = target;
+        while (team * rpw < min_wg && team * rpw * 2 <= target) rpw *= 2;
         wg = team * rpw;
     }
     if (team == 0 || wg % team) {
