@@ -223,3 +223,16 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
     const uint lane = lid % team;                                                    \
     const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team; \
     const bool active = row < rows
+
+/* Split rows: work-group g serves slice g % slices, [c0, c1), of row g / slices,
+   with all its work-items as one team. */
+#define CLN_SPLIT_SETUP()                                                            \
+    const uint lid = get_local_id(0), team = get_local_size(0), lane = lid;          \
+    const ulong g = get_group_id(0), row = g / slices, s = g % slices;               \
+    const ulong c0 = s * slice_len;                                                  \
+    const ulong c1 = c0 + slice_len < cols ? c0 + slice_len : cols
+
+/* Elements per work-item that the register variants hold. */
+#ifndef CLN_REG_K
+#define CLN_REG_K 32
+#endif

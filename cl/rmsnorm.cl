@@ -1,25 +1,264 @@
-/* RMSNorm: y = x * (sum(x^2) / cols + eps)^(-1/2) * gamma, one team of work-items per
-   row. The sum of squares is accumulated in float32 whatever the storage. */
+/* RMSNorm: y = x * (sum(x^2) / cols + eps)^(-1/2) * gamma, and the fused residual add.
+   The sum of squares is float32 whatever the storage. Where it overflows (|x| from
+   about 1e19) or loses its precision to underflow (|x| below about 1e-19, with eps
+   too small to dominate), the row is scaled by a power of two and summed again, so
+   every finite row gets the right answer; ordinary rows only pay one comparison. */
+
+inline bool cln_rms_needs_rescale(float ss, float eps)
+{
+    return isinf(ss) || (ss < 0x1p-96f && eps < 0x1p-70f);
+}
+
+/* 2^-ilogb(maxabs), clamped so that it is finite and brings even denormals up. */
+inline float cln_rms_scale(float maxabs)
+{
+    if (!(maxabs > 0.0f) || isinf(maxabs)) return 1.0f;
+    return ldexp(1.0f, clamp(-ilogb(maxabs), -126, 126));
+}
+
+/* From the (scaled) sum of squares: y = (x * sc) * rs. When eps * scale^2 overflows,
+   the mean is negligible beside eps and the unscaled form is exact. */
+inline void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *sc, float *rs)
+{
+    float t = eps * scale * scale;
+    if (isinf(t)) {
+        *sc = 1.0f;
+        *rs = 1.0f / sqrt(eps);
+    } else {
+        *sc = scale;
+        *rs = 1.0f / sqrt(ss / (float)cols + t);
+    }
+}
+
+/* True in every work-item when any row of the work-group wants b; flag is a
+   __local int that work-item 0 cleared at the kernel's start. */
+inline bool cln_any(bool b, __local int *flag, uint team)
+{
+    if (team == get_local_size(0)) return b; /* one row: already uniform */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (b) atomic_or(flag, 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *flag != 0;
+}
+
+/* Rounds a float to the storage type and back, for the fused add's h. */
+inline float cln_round(float v)
+{
+#if CLN_DTYPE == 0
+    return v;
+#elif CLN_DTYPE == 1
+    half h[1];
+    vstore_half_rte(v, 0, h);
+    return vload_half(0, h);
+#else
+    return as_float((uint)cln_to_bf16(v) << 16);
+#endif
+}
+
+/* h of the fused add: read back from residual once written there, else recomputed. */
+#define CLN_H(c) (update ? CLN_LOAD(rr, c) : cln_round(CLN_LOAD(xr, c) + CLN_LOAD(rr, c)))
+
+/* Streaming form, shared by rmsnorm (rr == 0) and the fused add. */
+#define CLN_RMS_STREAM_BODY(LOADV)                                                   \
+    float ss = 0.0f;                                                                 \
+    if (active)                                                                      \
+        for (ulong c = lane; c < cols; c += team) {                                  \
+            float v = LOADV(c);                                                      \
+            ss = fma(v, v, ss);                                                      \
+        }                                                                            \
+    ss = cln_sum(ss, scratch, lid, lane, team);                                      \
+    float scale = 1.0f;                                                              \
+    bool need = active && cln_rms_needs_rescale(ss, eps);                            \
+    if (cln_any(need, &flag, team)) {                                                \
+        float ma = 0.0f, s2 = 0.0f;                                                  \
+        if (active)                                                                  \
+            for (ulong c = lane; c < cols; c += team) ma = fmax(ma, fabs(LOADV(c))); \
+        ma = cln_max(ma, scratch, lid, lane, team);                                  \
+        if (need) scale = cln_rms_scale(ma);                                         \
+        if (need)                                                                    \
+            for (ulong c = lane; c < cols; c += team) {                              \
+                float t = LOADV(c) * scale;                                          \
+                s2 = fma(t, t, s2);                                                  \
+            }                                                                        \
+        s2 = cln_sum(s2, scratch, lid, lane, team);                                  \
+        if (need) ss = s2;                                                           \
+    }                                                                                \
+    if (!active) return;                                                             \
+    float sc, rs;                                                                    \
+    cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
+    __global cln_t *yr = y + yoff + row * yld;                                       \
+    for (ulong c = lane; c < cols; c += team) {                                      \
+        float o = (LOADV(c) * sc) * rs;                                              \
+        if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
+        CLN_STORE(yr, c, o);                                                         \
+    }
+
+#define CLN_X(c) CLN_LOAD(xr, c)
+
 __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                              __global const cln_t *gamma, uint has_gamma,
                              __global cln_t *y, ulong yoff, ulong yld,
                              ulong rows, ulong cols, float eps, uint team,
                              __local float *scratch)
 {
+    __local int flag;
     CLN_ROW_SETUP();
+    if (lid == 0) flag = 0;
     __global const cln_t *xr = x + xoff + row * xld;
-    float ss = 0.0f;
-    if (active)
-        for (ulong c = lane; c < cols; c += team) {
-            float v = CLN_LOAD(xr, c);
-            ss = fma(v, v, ss);
+    CLN_RMS_STREAM_BODY(CLN_X)
+}
+
+/* Fused: h = x + residual (rounded to the storage type), optionally stored over
+   residual, and y = rmsnorm(h) * gamma. Pass one computes h (and stores it); the
+   write pass reads h back from residual, or recomputes it, in the same work-item. */
+__kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
+                                 __global cln_t *res, ulong roff, ulong rld, uint update,
+                                 __global const cln_t *gamma, uint has_gamma,
+                                 __global cln_t *y, ulong yoff, ulong yld,
+                                 ulong rows, ulong cols, float eps, uint team,
+                                 __local float *scratch)
+{
+    __local int flag;
+    CLN_ROW_SETUP();
+    if (lid == 0) flag = 0;
+    __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *rr = res + roff + row * rld;
+    if (active && update)
+        for (ulong c = lane; c < cols; c += team)
+            CLN_STORE(rr, c, CLN_LOAD(xr, c) + CLN_LOAD(rr, c));
+    /* The stored h is re-read by the same work-item only: no barrier needed. */
+    CLN_RMS_STREAM_BODY(CLN_H)
+}
+
+/* Register form: the row (or h) is read once into v[], everything else works there. */
+#define CLN_RMS_REG_TAIL()                                                           \
+    float ss = 0.0f;                                                                 \
+    _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) ss = fma(v[i], v[i], ss); \
+    ss = cln_sum(ss, scratch, lid, lane, team);                                      \
+    float scale = 1.0f;                                                              \
+    bool need = active && cln_rms_needs_rescale(ss, eps);                            \
+    if (cln_any(need, &flag, team)) {                                                \
+        float ma = 0.0f, s2 = 0.0f;                                                  \
+        _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) ma = fmax(ma, fabs(v[i])); \
+        ma = cln_max(ma, scratch, lid, lane, team);                                  \
+        if (need) scale = cln_rms_scale(ma);                                         \
+        _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) {                     \
+            float t = v[i] * scale;                                                  \
+            s2 = fma(t, t, s2);                                                      \
+        }                                                                            \
+        s2 = cln_sum(s2, scratch, lid, lane, team);                                  \
+        if (need) ss = s2;                                                           \
+    }                                                                                \
+    if (!active) return;                                                             \
+    float sc, rs;                                                                    \
+    cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
+    __global cln_t *yr = y + yoff + row * yld;                                       \
+    _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) {                         \
+        ulong c = (ulong)i * team + lane;                                            \
+        if (c < cols) {                                                              \
+            float o = (v[i] * sc) * rs;                                              \
+            if (has_gamma) o *= CLN_LOAD(gamma, c);                                  \
+            CLN_STORE(yr, c, o);                                                     \
+        }                                                                            \
+    }
+
+__kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
+                                 __global const cln_t *gamma, uint has_gamma,
+                                 __global cln_t *y, ulong yoff, ulong yld,
+                                 ulong rows, ulong cols, float eps, uint team,
+                                 __local float *scratch)
+{
+    __local int flag;
+    CLN_ROW_SETUP();
+    if (lid == 0) flag = 0;
+    __global const cln_t *xr = x + xoff + row * xld;
+    float v[CLN_REG_K];
+#pragma unroll
+    for (uint i = 0; i < CLN_REG_K; i++) {
+        ulong c = (ulong)i * team + lane;
+        v[i] = active && c < cols ? CLN_LOAD(xr, c) : 0.0f;
+    }
+    CLN_RMS_REG_TAIL()
+}
+
+__kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
+                                     __global cln_t *res, ulong roff, ulong rld, uint update,
+                                     __global const cln_t *gamma, uint has_gamma,
+                                     __global cln_t *y, ulong yoff, ulong yld,
+                                     ulong rows, ulong cols, float eps, uint team,
+                                     __local float *scratch)
+{
+    __local int flag;
+    CLN_ROW_SETUP();
+    if (lid == 0) flag = 0;
+    __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *rr = res + roff + row * rld;
+    float v[CLN_REG_K];
+#pragma unroll
+    for (uint i = 0; i < CLN_REG_K; i++) {
+        ulong c = (ulong)i * team + lane;
+        v[i] = 0.0f;
+        if (active && c < cols) {
+            v[i] = cln_round(CLN_LOAD(xr, c) + CLN_LOAD(rr, c));
+            if (update) CLN_STORE(rr, c, v[i]);
         }
+    }
+    CLN_RMS_REG_TAIL()
+}
+
+/* ---- Split rows (see softmax.cl): partial (sum of squares, max |x|) per slice. ---- */
+__kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+                              ulong slices, ulong slice_len, __global float *part,
+                              __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    __global const cln_t *xr = x + xoff + row * xld;
+    float ss = 0.0f, ma = 0.0f;
+    for (ulong c = c0 + lane; c < c1; c += team) {
+        float v = CLN_LOAD(xr, c);
+        ss = fma(v, v, ss);
+        ma = fmax(ma, fabs(v));
+    }
     ss = cln_sum(ss, scratch, lid, lane, team);
-    if (!active) return;
-    float r = 1.0f / sqrt(ss / (float)cols + eps);
+    ma = cln_max(ma, scratch, lid, lane, team);
+    if (lid == 0) {
+        part[2 * g] = ss;
+        part[2 * g + 1] = ma;
+    }
+}
+
+/* Stage two: merge the row's partials; a row that needs rescaling (rare) is summed
+   again whole by each of its work-groups, then this slice is written. */
+__kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
+                                   __global const cln_t *gamma, uint has_gamma,
+                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
+                                   float eps, ulong slices, ulong slice_len,
+                                   __global const float *part, __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    __global const cln_t *xr = x + xoff + row * xld;
+    float ss = 0.0f, ma = 0.0f;
+    for (ulong i = lid; i < slices; i += team) {
+        ss += part[2 * (row * slices + i)];
+        ma = fmax(ma, part[2 * (row * slices + i) + 1]);
+    }
+    ss = cln_sum(ss, scratch, lid, lane, team);
+    float scale = 1.0f;
+    if (cln_rms_needs_rescale(ss, eps)) { /* uniform: one row per work-group */
+        ma = cln_max(ma, scratch, lid, lane, team);
+        scale = cln_rms_scale(ma);
+        float s2 = 0.0f;
+        for (ulong c = lane; c < cols; c += team) {
+            float t = CLN_LOAD(xr, c) * scale;
+            s2 = fma(t, t, s2);
+        }
+        ss = cln_sum(s2, scratch, lid, lane, team);
+    }
+    float sc, rs;
+    cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
     __global cln_t *yr = y + yoff + row * yld;
-    for (ulong c = lane; c < cols; c += team) {
-        float o = CLN_LOAD(xr, c) * r;
+    for (ulong c = c0 + lane; c < c1; c += team) {
+        float o = (CLN_LOAD(xr, c) * sc) * rs;
         if (has_gamma) o *= CLN_LOAD(gamma, c);
         CLN_STORE(yr, c, o);
     }

@@ -1,7 +1,14 @@
-/* Softmax and its online statistics, one team of work-items per row.
+/* Softmax and its online statistics.
    Special values follow the contract through cln_w: a NaN makes the sum NaN and so
    the whole row; an all -inf row has l == 0 and gives zeros; k entries of +inf give
-   m = +inf, l = k and 1/k at those entries. */
+   m = +inf, l = k and 1/k at those entries.
+
+   Variants, chosen by the host plan:
+   - stream: a team of work-items per row, reading the row from memory each pass;
+   - reg:    the row is held in registers (up to CLN_REG_K elements per work-item),
+             so it is read once and, in the three-pass form, exp is taken once;
+   - split:  several work-groups per row; each reduces its slice to a partial (m, l),
+             then each merges its row's partials and writes its slice. */
 
 /* 1/l, except 0 for an empty (all -inf) row and NaN for a NaN row. */
 inline float cln_inv_sum(float l)
@@ -10,11 +17,29 @@ inline float cln_inv_sum(float l)
     return l > 0.0f ? 1.0f / l : 0.0f;
 }
 
-inline void cln_softmax_write(__global const cln_t *xr, __global cln_t *yr, ulong cols,
-                              uint lane, uint team, float m, float l)
+inline void cln_softmax_write(__global const cln_t *xr, __global cln_t *yr, ulong c0,
+                              ulong c1, uint lane, uint team, float m, float l)
 {
     float inv = cln_inv_sum(l);
-    for (ulong c = lane; c < cols; c += team) CLN_STORE(yr, c, cln_w(CLN_LOAD(xr, c), m) * inv);
+    for (ulong c = c0 + lane; c < c1; c += team) CLN_STORE(yr, c, cln_w(CLN_LOAD(xr, c), m) * inv);
+}
+
+/* Online statistics of the elements this work-item visits in [c0, c1): (m, l) with the
+   old sum rescaled whenever the maximum grows, so each element costs one exp. */
+inline void cln_online_stats(__global const cln_t *xr, ulong c0, ulong c1, uint lane,
+                             uint team, float *m_out, float *l_out)
+{
+    float m = -INFINITY, l = 0.0f;
+    for (ulong c = c0 + lane; c < c1; c += team) {
+        float v = CLN_LOAD(xr, c);
+        if (v > m) {
+            l *= cln_w(m, v);
+            m = v;
+        }
+        l += cln_w(v, m);
+    }
+    *m_out = m;
+    *l_out = l;
 }
 
 /* Three passes over the row: the maximum, the sum of exp(x - max), then the write. */
@@ -33,25 +58,7 @@ __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xl
         for (ulong c = lane; c < cols; c += team) l += cln_w(CLN_LOAD(xr, c), m);
     l = cln_sum(l, scratch, lid, lane, team);
     if (!active) return;
-    cln_softmax_write(xr, y + yoff + row * yld, cols, lane, team, m, l);
-}
-
-/* Online statistics of the elements this work-item visits: (m, l) with the old sum
-   rescaled whenever the maximum grows, so each element costs one exp. */
-inline void cln_online_stats(__global const cln_t *xr, ulong cols, uint lane, uint team,
-                             float *m_out, float *l_out)
-{
-    float m = -INFINITY, l = 0.0f;
-    for (ulong c = lane; c < cols; c += team) {
-        float v = CLN_LOAD(xr, c);
-        if (v > m) {
-            l *= cln_w(m, v);
-            m = v;
-        }
-        l += cln_w(v, m);
-    }
-    *m_out = m;
-    *l_out = l;
+    cln_softmax_write(xr, y + yoff + row * yld, 0, cols, lane, team, m, l);
 }
 
 /* One statistics pass, a merge of the (m, l) pairs across the team, then the write. */
@@ -62,10 +69,60 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
     float m = -INFINITY, l = 0.0f;
-    if (active) cln_online_stats(xr, cols, lane, team, &m, &l);
+    if (active) cln_online_stats(xr, 0, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
     if (!active) return;
-    cln_softmax_write(xr, y + yoff + row * yld, cols, lane, team, m, l);
+    cln_softmax_write(xr, y + yoff + row * yld, 0, cols, lane, team, m, l);
+}
+
+/* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
+   is the three-pass algorithm over the registers (max, then exp stored in place and
+   summed, then the scaled write: one exp per element); online == 1 keeps (m, l) per
+   work-item with rescaling, merges the pairs, then writes. */
+__kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
+                                 __global cln_t *y, ulong yoff, ulong yld, ulong rows,
+                                 ulong cols, uint online, uint team, __local float *scratch)
+{
+    CLN_ROW_SETUP();
+    __global const cln_t *xr = x + xoff + row * xld;
+    float v[CLN_REG_K];
+#pragma unroll
+    for (uint i = 0; i < CLN_REG_K; i++) {
+        ulong c = (ulong)i * team + lane;
+        v[i] = active && c < cols ? CLN_LOAD(xr, c) : -INFINITY;
+    }
+    float m = -INFINITY, l = 0.0f;
+    if (online) {
+#pragma unroll
+        for (uint i = 0; i < CLN_REG_K; i++) {
+            if (v[i] > m) {
+                l *= cln_w(m, v[i]);
+                m = v[i];
+            }
+            l += cln_w(v[i], m);
+        }
+        cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
+#pragma unroll
+        for (uint i = 0; i < CLN_REG_K; i++) v[i] = cln_w(v[i], m);
+    } else {
+#pragma unroll
+        for (uint i = 0; i < CLN_REG_K; i++) m = fmax(m, v[i]);
+        m = cln_max(m, scratch, lid, lane, team);
+#pragma unroll
+        for (uint i = 0; i < CLN_REG_K; i++) {
+            v[i] = cln_w(v[i], m);
+            l += v[i];
+        }
+        l = cln_sum(l, scratch, lid, lane, team);
+    }
+    if (!active) return;
+    float inv = cln_inv_sum(l);
+    __global cln_t *yr = y + yoff + row * yld;
+#pragma unroll
+    for (uint i = 0; i < CLN_REG_K; i++) {
+        ulong c = (ulong)i * team + lane;
+        if (c < cols) CLN_STORE(yr, c, v[i] * inv);
+    }
 }
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
@@ -77,9 +134,64 @@ __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xl
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
     float m = -INFINITY, l = 0.0f;
-    if (active) cln_online_stats(xr, cols, lane, team, &m, &l);
+    if (active) cln_online_stats(xr, 0, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
     if (!active || lane != 0) return;
     row_max[row] = isnan(l) ? l : m;
     row_sum[row] = l;
+}
+
+/* ---- Split rows (CLN_SPLIT_SETUP in reduce.cl). ----------------------------------- */
+
+/* Stage one: the partial (m, l) of each slice. */
+__kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+                                 ulong slices, ulong slice_len, __global float *part,
+                                 __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    float m, l;
+    cln_online_stats(x + xoff + row * xld, c0, c1, lane, team, &m, &l);
+    cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
+    if (lid == 0) {
+        part[2 * g] = m;
+        part[2 * g + 1] = l;
+    }
+}
+
+/* The merged (m, l) of a row's partials, in every work-item. */
+inline void cln_merge_parts(__global const float *part, ulong row, ulong slices, uint lid,
+                            uint team, __local float *scratch, float *m, float *l)
+{
+    *m = -INFINITY;
+    *l = 0.0f;
+    for (ulong i = lid; i < slices; i += team)
+        cln_merge(m, l, part[2 * (row * slices + i)], part[2 * (row * slices + i) + 1]);
+    cln_pair(m, l, scratch, scratch + team, lid, lid, team);
+}
+
+/* Stage two of softmax: merge the row's partials, write this slice. */
+__kernel void clnorm_split_softmax(__global const cln_t *x, ulong xoff, ulong xld,
+                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
+                                   ulong slices, ulong slice_len, __global const float *part,
+                                   __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    float m, l;
+    cln_merge_parts(part, row, slices, lid, team, scratch, &m, &l);
+    cln_softmax_write(x + xoff + row * xld, y + yoff + row * yld, c0, c1, lane, team, m, l);
+}
+
+/* Stage two of the statistics: one work-group per row (slices is the partial count). */
+__kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
+                                       __global float *row_max, __global float *row_sum,
+                                       __local float *scratch)
+{
+    const uint lid = get_local_id(0), team = get_local_size(0);
+    const ulong row = get_group_id(0);
+    float m, l;
+    cln_merge_parts(part, row, slices, lid, team, scratch, &m, &l);
+    if (lid == 0) {
+        row_max[row] = isnan(l) ? l : m;
+        row_sum[row] = l;
+    }
 }

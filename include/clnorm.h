@@ -102,6 +102,25 @@ CLNORM_API clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dty
                                               cl_uint num_wait, const cl_event *wait_list,
                                               cl_event *event);
 
+/* Extension: fused residual add + RMSNorm, per row:
+     h = x + residual, computed in float32 and rounded to dtype;
+     residual = h, in the storage dtype, when update_residual is nonzero;
+     y = h * (sum(h^2) / cols + eps)^(-1/2) * gamma.
+   The rounded h is what gets normalised: y is then exactly clnorm_rmsnorm of the
+   residual stream the next layer reads (as Liger does); FlashInfer normalises the
+   float32 sum instead, which differs by one storage rounding in f16/bf16 and not at
+   all in f32. When the row fits in registers (up to 32 elements per work-item, e.g.
+   32768 columns with 1024 work-items) x and residual are read once and h and y
+   written once; longer rows read them again. y may be exactly x; residual must not
+   overlap x or y. gamma as for clnorm_rmsnorm. Other rules as for the device-buffer
+   functions above. */
+CLNORM_API clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype,
+                                            size_t rows, size_t cols, clnorm_matrix x,
+                                            clnorm_matrix residual, int update_residual,
+                                            cl_mem gamma, clnorm_matrix y, float eps,
+                                            cl_uint num_wait, const cl_event *wait_list,
+                                            cl_event *event);
+
 /* (m, l) of the union of two parts: m = max(ma, mb), l = e^(ma-m) la + e^(mb-m) lb.
    (-INFINITY, 0) is the identity; a NaN in either input gives (NaN, NaN).
    m and l must not be NULL. Pure host function. */
@@ -138,6 +157,13 @@ CLNORM_API clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dty
                                                    size_t rows, size_t cols,
                                                    const void *x, float *row_max,
                                                    float *row_sum);
+
+/* Extension: the fused add of clnorm_add_rmsnorm on host arrays; residual is
+   updated in place when update_residual is nonzero. */
+CLNORM_API clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype,
+                                                 size_t rows, size_t cols, const void *x,
+                                                 void *residual, int update_residual,
+                                                 const void *gamma, void *y, float eps);
 
 /* ---- Kernel cache --------------------------------------------------------------- */
 /* Build now every program this queue's device will need, instead of at first use. */

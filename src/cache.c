@@ -22,13 +22,13 @@ typedef struct cln_prog {
     char options[512];
     cl_program program;
     int state; /* 0 building, 1 ready, -1 failed */
-    cln_kslot *free_kernels[CLN_OP_COUNT];
+    cln_kslot *free_kernels[CLN_K_COUNT];
     struct cln_prog *next;
 } cln_prog;
 
 typedef struct cln_lease_slot {
     cln_prog *prog;
-    cln_op op;
+    cln_kernel_id kid;
     cln_kslot *slot;
 } cln_lease_slot;
 
@@ -98,10 +98,10 @@ static clnorm_status cln_build(cln_prog *e, const char *src, size_t len)
 
 static void cln_prog_free(cln_prog *e)
 {
-    for (int op = 0; op < CLN_OP_COUNT; op++)
-        while (e->free_kernels[op]) {
-            cln_kslot *s = e->free_kernels[op];
-            e->free_kernels[op] = s->next;
+    for (int k = 0; k < CLN_K_COUNT; k++)
+        while (e->free_kernels[k]) {
+            cln_kslot *s = e->free_kernels[k];
+            e->free_kernels[k] = s->next;
             clReleaseKernel(s->kernel);
             free(s);
         }
@@ -182,7 +182,7 @@ clnorm_status cln_program_get(cl_context ctx, cl_device_id dev, const cln_profil
 }
 
 clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_profile *p,
-                                 clnorm_dtype dtype, cln_path path, cln_op op,
+                                 clnorm_dtype dtype, cln_path path, cln_kernel_id kid,
                                  cln_kernel_lease *out)
 {
     cln_prog *e = NULL;
@@ -191,17 +191,17 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
     cln_lease_slot *ls = malloc(sizeof *ls);
     if (!ls) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");
     ls->prog = e;
-    ls->op = op;
+    ls->kid = kid;
     pthread_mutex_lock(&cln_cache_lock);
-    ls->slot = e->free_kernels[op];
-    if (ls->slot) e->free_kernels[op] = ls->slot->next;
+    ls->slot = e->free_kernels[kid];
+    if (ls->slot) e->free_kernels[kid] = ls->slot->next;
     pthread_mutex_unlock(&cln_cache_lock);
     if (!ls->slot) {
         cl_int err;
-        cl_kernel k = clCreateKernel(e->program, cln_op_kernel(op), &err);
+        cl_kernel k = clCreateKernel(e->program, cln_kernel_name(kid), &err);
         if (err != CL_SUCCESS) {
             free(ls);
-            return cln_cl_fail(err, "clCreateKernel(\"%s\")", cln_op_kernel(op));
+            return cln_cl_fail(err, "clCreateKernel(\"%s\")", cln_kernel_name(kid));
         }
         ls->slot = malloc(sizeof *ls->slot);
         if (!ls->slot) {
@@ -222,8 +222,8 @@ void cln_kernel_return(cln_kernel_lease *lease)
     cln_lease_slot *ls = lease->slot;
     if (!ls) return;
     pthread_mutex_lock(&cln_cache_lock);
-    ls->slot->next = ls->prog->free_kernels[ls->op];
-    ls->prog->free_kernels[ls->op] = ls->slot;
+    ls->slot->next = ls->prog->free_kernels[ls->kid];
+    ls->prog->free_kernels[ls->kid] = ls->slot;
     pthread_mutex_unlock(&cln_cache_lock);
     free(ls);
     lease->slot = NULL;

@@ -71,11 +71,30 @@ CLN_HIDDEN clnorm_status cln_device_list(cln_device_ref *out, size_t cap, size_t
 /* ---- plan.c: pure plan function ------------------------------------------------- */
 typedef enum cln_op {
     CLN_OP_RMSNORM = 0, CLN_OP_SOFTMAX_3PASS = 1, CLN_OP_SOFTMAX_ONLINE = 2,
-    CLN_OP_STATS = 3
+    CLN_OP_STATS = 3, CLN_OP_ADD_RMSNORM = 4,
+    CLN_OP_SOFTMAX_AUTO = 5 /* resolved by the plan into 3PASS or ONLINE */
 } cln_op;
-#define CLN_OP_COUNT 4
-CLN_HIDDEN const char *cln_op_kernel(cln_op op); /* kernel function name */
+#define CLN_OP_COUNT 6
 CLN_HIDDEN const char *cln_op_name(cln_op op);
+
+/* How a row is processed. */
+typedef enum cln_variant {
+    CLN_VAR_STREAM = 0, /* a team per row, each pass reads the row from memory */
+    CLN_VAR_REG = 1,    /* a team per row, the row held in registers: read once */
+    CLN_VAR_SPLIT = 2   /* several work-groups per row, partials merged in stage two */
+} cln_variant;
+CLN_HIDDEN const char *cln_variant_name(cln_variant v);
+
+/* Every kernel of the program; the cache keeps a pool per kernel. */
+typedef enum cln_kernel_id {
+    CLN_K_RMS, CLN_K_RMS_REG, CLN_K_ADD_RMS, CLN_K_ADD_RMS_REG, CLN_K_SPLIT_SS,
+    CLN_K_SPLIT_RMS, CLN_K_SM3, CLN_K_SMO, CLN_K_SM_REG, CLN_K_STATS, CLN_K_SPLIT_STATS,
+    CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_COUNT
+} cln_kernel_id;
+CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
+
+/* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
+#define CLN_REG_K 32
 
 /* Limits and overrides that lower or force what the plan may use; 0 / -1 = none. */
 typedef struct cln_limits {
@@ -85,16 +104,23 @@ typedef struct cln_limits {
     size_t force_team;    /* CLNORM_ROW_THREADS: work-items per row */
     int force_path;       /* CLNORM_REDUCTION: -1 auto, else a cln_path (LOCAL or
                              SUBGROUP; SUBGROUP means the device's fast path) */
+    int force_variant;    /* CLNORM_VARIANT: -1 auto, else a cln_variant */
+    size_t force_slices;  /* CLNORM_SPLIT: work-groups per row for the split variant */
 } cln_limits;
 
 typedef struct cln_plan {
-    cln_op op;
+    cln_op op;            /* resolved: never CLN_OP_SOFTMAX_AUTO */
+    cln_variant variant;
     cln_path path;        /* program compiled for; the kernel falls back to local
                              trees at run time where (wg, team) do not suit it */
+    cln_kernel_id k1, k2; /* stage kernels; k2 == CLN_K_COUNT when there is one */
+    int online;           /* register variant of softmax: online (1) or three-pass (0) */
     size_t wg;            /* work-group size */
-    size_t team;          /* work-items per row; divides wg */
+    size_t team;          /* work-items per row; divides wg (== wg for split) */
     size_t rows_per_wg;   /* wg / team */
-    size_t groups;        /* number of work-groups */
+    size_t groups;        /* number of work-groups (stage one) */
+    size_t slices;        /* split: work-groups per row */
+    size_t slice_len;     /* split: columns per work-group, a multiple of wg */
     size_t local_bytes;   /* __local scratch per work-group */
 } cln_plan;
 
@@ -107,8 +133,8 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
-/* Local scratch bytes a (path, op, wg) needs. */
-CLN_HIDDEN size_t cln_plan_local_bytes(cln_op op, size_t wg);
+/* One line describing a plan, for tools and messages. */
+CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 
 /* ---- source.c: kernel sources ---------------------------------------------------- */
 /* The whole program source (embedded, or from $CLNORM_KERNEL_DIR); malloc'd. */
@@ -120,7 +146,7 @@ CLN_HIDDEN uint64_t cln_hash64(const void *data, size_t len, uint64_t seed);
 typedef struct cln_kernel_lease { cl_kernel kernel; void *slot; } cln_kernel_lease;
 CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
-                                            cln_path path, cln_op op,
+                                            cln_path path, cln_kernel_id kid,
                                             cln_kernel_lease *out);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 /* Builds (or finds) the program of (ctx, dev, dtype, path). */

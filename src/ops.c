@@ -1,9 +1,18 @@
-/* The device-buffer operations: validate, plan, fetch the kernel, enqueue. */
+/* The device-buffer operations: validate, plan, fetch the kernels, enqueue. */
 #include "internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Everything any kernel takes; each operation fills what it uses. */
+typedef struct cln_args {
+    size_t rows, cols;
+    clnorm_matrix x, y, res;
+    cl_mem gamma, row_max, row_sum;
+    float eps;
+    cl_uint update;
+} cln_args;
 
 static clnorm_status cln_check_dtype(clnorm_dtype dtype)
 {
@@ -26,6 +35,13 @@ static clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, si
     return st;
 }
 
+static clnorm_status cln_check_eps(float eps)
+{
+    if (!(eps >= 0.0f) || isinf(eps))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "eps = %g is negative or not finite", (double)eps);
+    return CLNORM_SUCCESS;
+}
+
 /* rows == 0: nothing to do, but an asked-for event still completes after the wait
    list, as an enqueued no-op would. */
 static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_event *wait_list,
@@ -37,17 +53,75 @@ static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_eve
     return CLNORM_SUCCESS;
 }
 
-/* A planned kernel launch: the lease holds the kernel until it is enqueued. */
-typedef struct cln_launch {
-    cln_plan plan;
-    cln_kernel_lease lease;
-} cln_launch;
+#define CLN_ARG(v)                                                                   \
+    CLN_CHECK_CL(clSetKernelArg(k, i++, sizeof(v), &(v)), "clSetKernelArg(" #v ")")
 
-/* Plans the call and fetches its kernel, re-planning once if the compiled kernel
+/* Sets the arguments of kernel kid, in the order of its declaration in cl/. */
+static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
+                                  const cln_plan *pl, cl_mem part)
+{
+    clnorm_status st = CLNORM_SUCCESS;
+    cl_uint i = 0;
+    cl_ulong xoff = a->x.offset, xld = a->x.ld, yoff = a->y.offset, yld = a->y.ld;
+    cl_ulong roff = a->res.offset, rld = a->res.ld, rows = a->rows, cols = a->cols;
+    cl_ulong slices = pl->slices, slice_len = pl->slice_len;
+    cl_uint team = (cl_uint)pl->team, online = (cl_uint)pl->online;
+    cl_uint has_gamma = a->gamma != NULL;
+    cl_mem gamma = a->gamma ? a->gamma : a->x.mem; /* never read when has_gamma is 0 */
+    float eps = a->eps;
+    cl_uint update = a->update;
+    if (kid == CLN_K_SPLIT_STATS_FINAL) {
+        /* The only kernel that does not start with x: it reads the partials. */
+        CLN_ARG(part); CLN_ARG(slices); CLN_ARG(a->row_max); CLN_ARG(a->row_sum);
+    } else {
+        CLN_ARG(a->x.mem); CLN_ARG(xoff); CLN_ARG(xld);
+    }
+    switch (kid) {
+    case CLN_K_ADD_RMS:
+    case CLN_K_ADD_RMS_REG:
+        CLN_ARG(a->res.mem); CLN_ARG(roff); CLN_ARG(rld); CLN_ARG(update);
+        /* fall through */
+    case CLN_K_RMS:
+    case CLN_K_RMS_REG:
+        CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
+        CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(team);
+        break;
+    case CLN_K_SM3:
+    case CLN_K_SMO:
+    case CLN_K_SM_REG:
+        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(rows); CLN_ARG(cols);
+        if (kid == CLN_K_SM_REG) CLN_ARG(online);
+        CLN_ARG(team);
+        break;
+    case CLN_K_STATS:
+        CLN_ARG(a->row_max); CLN_ARG(a->row_sum); CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(team);
+        break;
+    case CLN_K_SPLIT_SS:
+    case CLN_K_SPLIT_STATS:
+        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
+        break;
+    case CLN_K_SPLIT_RMS:
+        CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
+        CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
+        break;
+    case CLN_K_SPLIT_SM:
+        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(cols); CLN_ARG(slices);
+        CLN_ARG(slice_len); CLN_ARG(part);
+        break;
+    case CLN_K_SPLIT_STATS_FINAL:
+    case CLN_K_COUNT:
+        break;
+    }
+    CLN_CHECK_CL(clSetKernelArg(k, i, pl->local_bytes, NULL), "clSetKernelArg(scratch)");
+fail:
+    return st;
+}
+
+/* Plans the call and leases its kernels, re-planning once if a compiled kernel
    allows fewer work-items than the device (registers, local memory). */
-static clnorm_status cln_launch_prepare(cl_context ctx, cl_device_id dev, cln_op op,
-                                        clnorm_dtype dtype, size_t rows, size_t cols,
-                                        cln_launch *L)
+static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
+                                 clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *pl,
+                                 cln_kernel_lease lease[2])
 {
     const cln_profile *prof;
     cln_limits lim;
@@ -55,50 +129,86 @@ static clnorm_status cln_launch_prepare(cl_context ctx, cl_device_id dev, cln_op
     clnorm_status st = cln_limits_from_env(&lim);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        st = cln_plan_make(prof, &lim, op, dtype, rows, cols, &L->plan, why, sizeof why);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why);
         if (st) return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
                                 cln_dtype_name(dtype), prof->device_name, why);
-        st = cln_kernel_acquire(ctx, dev, prof, dtype, L->plan.path, op, &L->lease);
-        if (st) return st;
-        size_t kmax = 0;
-        cl_int err = clGetKernelWorkGroupInfo(L->lease.kernel, dev, CL_KERNEL_WORK_GROUP_SIZE,
-                                              sizeof kmax, &kmax, NULL);
-        if (err != CL_SUCCESS) {
-            cln_kernel_return(&L->lease);
-            return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_op_kernel(op));
+        size_t kmax = (size_t)-1;
+        int n = pl->k2 == CLN_K_COUNT ? 1 : 2;
+        for (int j = 0; j < n; j++) {
+            cln_kernel_id kid = j ? pl->k2 : pl->k1;
+            size_t m = 0;
+            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kid, &lease[j]);
+            if (st) {
+                if (j) cln_kernel_return(&lease[0]);
+                return st;
+            }
+            cl_int err = clGetKernelWorkGroupInfo(lease[j].kernel, dev, CL_KERNEL_WORK_GROUP_SIZE,
+                                                  sizeof m, &m, NULL);
+            if (err != CL_SUCCESS) {
+                for (int i = 0; i <= j; i++) cln_kernel_return(&lease[i]);
+                return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_kernel_name(kid));
+            }
+            if (m && m < kmax) kmax = m;
         }
-        if (kmax == 0 || L->plan.wg <= kmax) return CLNORM_SUCCESS;
-        cln_kernel_return(&L->lease);
-        if (lim.max_wg && lim.max_wg <= kmax) break;
+        if (pl->wg <= kmax) return CLNORM_SUCCESS;
+        for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);
+        if (lim.force_wg || (lim.max_wg && lim.max_wg <= kmax)) {
+            lim.max_wg = kmax;
+            break;
+        }
         lim.max_wg = kmax;
     }
     return cln_fail(CLNORM_INVALID_ARGUMENT, "%s %zux%zu on \"%s\": work-group size %zu exceeds "
-                    "the kernel's limit", cln_op_name(op), rows, cols, prof->device_name,
-                    L->plan.wg);
+                    "the %zu work-items the compiled kernel allows", cln_op_name(op), rows,
+                    cols, prof->device_name, pl->wg, lim.max_wg);
 }
 
-/* Enqueues the prepared kernel whose arguments, up to the scratch, are set. */
-static clnorm_status cln_launch_enqueue(cl_command_queue q, cln_launch *L, cl_uint scratch_arg,
-                                        cl_uint num_wait, const cl_event *wait_list,
-                                        cl_event *event)
+/* Plans and enqueues one validated operation. A split plan enqueues two kernels,
+   the second waiting on the first, and hands out the second's event. */
+static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
+                             clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
+                             const cl_event *wait_list, cl_event *event)
 {
-    clnorm_status st = CLNORM_SUCCESS;
-    cl_uint team = (cl_uint)L->plan.team;
-    size_t global = L->plan.groups * L->plan.wg, local = L->plan.wg;
-    CLN_CHECK_CL(clSetKernelArg(L->lease.kernel, scratch_arg - 1, sizeof team, &team),
-                 "clSetKernelArg(team)");
-    CLN_CHECK_CL(clSetKernelArg(L->lease.kernel, scratch_arg, L->plan.local_bytes, NULL),
-                 "clSetKernelArg(scratch)");
-    CLN_CHECK_CL(clEnqueueNDRangeKernel(q, L->lease.kernel, 1, NULL, &global, &local, num_wait,
-                                        wait_list, event),
-                 "clEnqueueNDRangeKernel");
+    cln_plan pl;
+    cln_kernel_lease lease[2] = {{0}, {0}};
+    cl_mem part = NULL;
+    cl_event first = NULL;
+    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease);
+    if (st) return st;
+    size_t local = pl.wg, global = pl.groups * pl.wg;
+    if (pl.k2 == CLN_K_COUNT) {
+        if ((st = cln_set_args(lease[0].kernel, pl.k1, a, &pl, NULL))) goto fail;
+        CLN_CHECK_CL(clEnqueueNDRangeKernel(q, lease[0].kernel, 1, NULL, &global, &local,
+                                            num_wait, wait_list, event),
+                     "clEnqueueNDRangeKernel(stage one)");
+        goto fail; /* done: return the leases */
+    }
+    cl_int err;
+    part = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * 2 * sizeof(float), NULL, &err);
+    CLN_CHECK_CL(err, "clCreateBuffer(split partials)");
+    if ((st = cln_set_args(lease[0].kernel, pl.k1, a, &pl, part)) ||
+        (st = cln_set_args(lease[1].kernel, pl.k2, a, &pl, part)))
+        goto fail;
+    CLN_CHECK_CL(clEnqueueNDRangeKernel(q, lease[0].kernel, 1, NULL, &global, &local, num_wait,
+                                        wait_list, &first),
+                 "clEnqueueNDRangeKernel(split stage one)");
+    /* The statistics' second stage runs one work-group per row. */
+    if (pl.k2 == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
+    err = clEnqueueNDRangeKernel(q, lease[1].kernel, 1, NULL, &global, &local, 1, &first, event);
+    if (err != CL_SUCCESS) {
+        /* Stage one is already enqueued and cannot be withdrawn: let it finish so no
+           work of this call is left behind. */
+        clWaitForEvents(1, &first);
+        st = cln_cl_fail(err, "clEnqueueNDRangeKernel(split stage two)");
+    }
 fail:
-    cln_kernel_return(&L->lease);
+    if (first) clReleaseEvent(first);
+    if (part) clReleaseMemObject(part); /* freed once the kernels using it are done */
+    cln_kernel_return(&lease[0]);
+    cln_kernel_return(&lease[1]);
     return st;
 }
-
-#define CLN_ARG(i, v) CLN_CHECK_CL(clSetKernelArg(k, (i), sizeof(v), &(v)), "clSetKernelArg(" #v ")")
 
 clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
                              size_t cols, clnorm_matrix x, cl_mem gamma, clnorm_matrix y,
@@ -111,9 +221,7 @@ clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t 
     clnorm_status st = cln_check_common(queue, dtype, cols, num_wait, wait_list, &ctx, &dev);
     if (st) return st;
     size_t es = cln_dtype_size(dtype);
-    if (!(eps >= 0.0f) || isinf(eps))
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "eps = %g is negative or not finite", (double)eps);
-    if ((st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
+    if ((st = cln_check_eps(eps)) || (st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
         (st = cln_check_view("y", ctx, &y, rows, cols, es)) ||
         (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
         return st;
@@ -122,20 +230,45 @@ clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t 
                                            y.offset * es, cln_view_bytes(&y, rows, cols, es)))))
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
+    cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .gamma = gamma, .eps = eps};
+    return cln_run(queue, ctx, dev, CLN_OP_RMSNORM, dtype, &a, num_wait, wait_list, event);
+}
 
-    cln_launch L;
-    if ((st = cln_launch_prepare(ctx, dev, CLN_OP_RMSNORM, dtype, rows, cols, &L))) return st;
-    cl_kernel k = L.lease.kernel;
-    cl_ulong xoff = x.offset, xld = x.ld, yoff = y.offset, yld = y.ld, r = rows, c = cols;
-    cl_uint has_gamma = gamma != NULL;
-    cl_mem gmem = gamma ? gamma : x.mem; /* never read when has_gamma is 0 */
-    CLN_ARG(0, x.mem); CLN_ARG(1, xoff); CLN_ARG(2, xld); CLN_ARG(3, gmem);
-    CLN_ARG(4, has_gamma); CLN_ARG(5, y.mem); CLN_ARG(6, yoff); CLN_ARG(7, yld);
-    CLN_ARG(8, r); CLN_ARG(9, c); CLN_ARG(10, eps);
-    return cln_launch_enqueue(queue, &L, 12, num_wait, wait_list, event);
-fail:
-    cln_kernel_return(&L.lease);
-    return st;
+clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
+                                 size_t cols, clnorm_matrix x, clnorm_matrix residual,
+                                 int update_residual, cl_mem gamma, clnorm_matrix y, float eps,
+                                 cl_uint num_wait, const cl_event *wait_list, cl_event *event)
+{
+    cl_context ctx;
+    cl_device_id dev;
+    int same;
+    clnorm_status st = cln_check_common(queue, dtype, cols, num_wait, wait_list, &ctx, &dev);
+    if (st) return st;
+    size_t es = cln_dtype_size(dtype);
+    if ((st = cln_check_eps(eps)) || (st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
+        (st = cln_check_view("residual", ctx, &residual, rows, cols, es)) ||
+        (st = cln_check_view("y", ctx, &y, rows, cols, es)) ||
+        (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
+        return st;
+    /* residual is read (and maybe written) beside x and y: it may share no element
+       with either, not even exactly. */
+    if ((st = cln_check_overlap("residual", &residual, "x", &x, rows, cols, es, &same)) ||
+        (same && (st = cln_fail(CLNORM_INVALID_ARGUMENT, "residual is the same view as x"))) ||
+        (st = cln_check_overlap("residual", &residual, "y", &y, rows, cols, es, &same)) ||
+        (same && (st = cln_fail(CLNORM_INVALID_ARGUMENT, "residual is the same view as y"))))
+        return st;
+    if (gamma && ((st = cln_check_array("gamma", ctx, gamma, cols, es)) ||
+                  (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "y", y.mem,
+                                           y.offset * es, cln_view_bytes(&y, rows, cols, es))) ||
+                  (update_residual &&
+                   (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "residual",
+                                            residual.mem, residual.offset * es,
+                                            cln_view_bytes(&residual, rows, cols, es))))))
+        return st;
+    if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
+    cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .res = residual, .gamma = gamma,
+                  .eps = eps, .update = update_residual != 0};
+    return cln_run(queue, ctx, dev, CLN_OP_ADD_RMSNORM, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
@@ -158,20 +291,10 @@ clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype, size_t 
         (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
-
-    /* AUTO: the online form reads the row twice instead of three times and needs
-       fewer exp per element, so it is never slower. */
-    cln_op op = algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
-    cln_launch L;
-    if ((st = cln_launch_prepare(ctx, dev, op, dtype, rows, cols, &L))) return st;
-    cl_kernel k = L.lease.kernel;
-    cl_ulong xoff = x.offset, xld = x.ld, yoff = y.offset, yld = y.ld, r = rows, c = cols;
-    CLN_ARG(0, x.mem); CLN_ARG(1, xoff); CLN_ARG(2, xld); CLN_ARG(3, y.mem);
-    CLN_ARG(4, yoff); CLN_ARG(5, yld); CLN_ARG(6, r); CLN_ARG(7, c);
-    return cln_launch_enqueue(queue, &L, 9, num_wait, wait_list, event);
-fail:
-    cln_kernel_return(&L.lease);
-    return st;
+    cln_op op = algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_3PASS
+                : algo == CLNORM_SOFTMAX_ONLINE ? CLN_OP_SOFTMAX_ONLINE : CLN_OP_SOFTMAX_AUTO;
+    cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y};
+    return cln_run(queue, ctx, dev, op, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
@@ -191,23 +314,12 @@ clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dtype dtype, s
     /* The outputs must not alias each other or the input being read. */
     size_t xo = x.offset * es, xn = cln_view_bytes(&x, rows, cols, es), n4 = rows * sizeof(float);
     if ((st = cln_check_disjoint("row_max", row_max, 0, n4, "row_sum", row_sum, 0, n4)) ||
-        (row_max == row_sum && rows &&
-         (st = cln_fail(CLNORM_INVALID_ARGUMENT, "row_max and row_sum are the same buffer"))) ||
         (st = cln_check_disjoint("row_max", row_max, 0, n4, "x", x.mem, xo, xn)) ||
         (st = cln_check_disjoint("row_sum", row_sum, 0, n4, "x", x.mem, xo, xn)))
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
-
-    cln_launch L;
-    if ((st = cln_launch_prepare(ctx, dev, CLN_OP_STATS, dtype, rows, cols, &L))) return st;
-    cl_kernel k = L.lease.kernel;
-    cl_ulong xoff = x.offset, xld = x.ld, r = rows, c = cols;
-    CLN_ARG(0, x.mem); CLN_ARG(1, xoff); CLN_ARG(2, xld); CLN_ARG(3, row_max);
-    CLN_ARG(4, row_sum); CLN_ARG(5, r); CLN_ARG(6, c);
-    return cln_launch_enqueue(queue, &L, 8, num_wait, wait_list, event);
-fail:
-    cln_kernel_return(&L.lease);
-    return st;
+    cln_args a = {.rows = rows, .cols = cols, .x = x, .row_max = row_max, .row_sum = row_sum};
+    return cln_run(queue, ctx, dev, CLN_OP_STATS, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_warmup(cl_command_queue queue)

@@ -1,23 +1,12 @@
-/* The plan: work-group size, work-items per row and reduction path for one call.
-   cln_plan_make is a pure function of its arguments so tests can call it with the
-   profile of any device, real or not. */
+/* The plan: variant, work-group size, work-items per row, split and reduction path
+   for one call. cln_plan_make is a pure function of its arguments so tests can call
+   it with the profile of any device, real or not. */
 #include "internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *cln_op_kernel(cln_op op)
-{
-    switch (op) {
-    case CLN_OP_RMSNORM: return "clnorm_rmsnorm";
-    case CLN_OP_SOFTMAX_3PASS: return "clnorm_softmax_3pass";
-    case CLN_OP_SOFTMAX_ONLINE: return "clnorm_softmax_online";
-    case CLN_OP_STATS: return "clnorm_softmax_stats";
-    }
-    return "?";
-}
 
 const char *cln_op_name(cln_op op)
 {
@@ -26,15 +15,42 @@ const char *cln_op_name(cln_op op)
     case CLN_OP_SOFTMAX_3PASS: return "softmax-3pass";
     case CLN_OP_SOFTMAX_ONLINE: return "softmax-online";
     case CLN_OP_STATS: return "softmax-stats";
+    case CLN_OP_ADD_RMSNORM: return "add-rmsnorm";
+    case CLN_OP_SOFTMAX_AUTO: return "softmax-auto";
     }
     return "?";
 }
 
-size_t cln_plan_local_bytes(cln_op op, size_t wg)
+const char *cln_variant_name(cln_variant v)
 {
-    /* Online statistics reduce (m, l) pairs: two floats per work-item. */
-    int pair = op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS;
-    return wg * sizeof(float) * (pair ? 2 : 1);
+    switch (v) {
+    case CLN_VAR_STREAM: return "stream";
+    case CLN_VAR_REG: return "reg";
+    case CLN_VAR_SPLIT: return "split";
+    }
+    return "?";
+}
+
+const char *cln_kernel_name(cln_kernel_id k)
+{
+    static const char *const names[CLN_K_COUNT] = {
+        "clnorm_rmsnorm", "clnorm_rmsnorm_reg", "clnorm_add_rmsnorm",
+        "clnorm_add_rmsnorm_reg", "clnorm_split_ss", "clnorm_split_rmsnorm",
+        "clnorm_softmax_3pass", "clnorm_softmax_online", "clnorm_softmax_reg",
+        "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
+        "clnorm_split_stats_final"};
+    return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
+}
+
+void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
+{
+    if (pl->variant == CLN_VAR_SPLIT)
+        snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
+                 cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
+    else
+        snprintf(buf, len, "%s/%s wg %zu, %zu rows/wg, %zu groups",
+                 cln_variant_name(pl->variant), cln_path_name(pl->path), pl->wg,
+                 pl->rows_per_wg, pl->groups);
 }
 
 static size_t cln_pow2_floor(size_t v)
@@ -50,6 +66,8 @@ static size_t cln_pow2_ceil(size_t v)
     while (p < v && p < ((size_t)1 << 62)) p *= 2;
     return p;
 }
+
+static size_t cln_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
 {
@@ -73,10 +91,12 @@ clnorm_status cln_limits_from_env(cln_limits *l)
     size_t v;
     memset(l, 0, sizeof *l);
     l->force_path = -1;
+    l->force_variant = -1;
     if (cln_env_size("CLNORM_MAX_WORK_GROUP", &v, &st)) l->max_wg = v;
     if (cln_env_size("CLNORM_MAX_LOCAL_MEM", &v, &st)) l->max_local = v;
     if (cln_env_size("CLNORM_WORK_GROUP", &v, &st)) l->force_wg = v;
     if (cln_env_size("CLNORM_ROW_THREADS", &v, &st)) l->force_team = v;
+    if (cln_env_size("CLNORM_SPLIT", &v, &st)) l->force_slices = v;
     if (st) return st;
     const char *r = getenv("CLNORM_REDUCTION");
     if (r && *r && strcmp(r, "auto") != 0) {
@@ -87,23 +107,61 @@ clnorm_status cln_limits_from_env(cln_limits *l)
                             "environment variable CLNORM_REDUCTION=\"%s\" is not auto, "
                             "subgroup or local", r);
     }
+    const char *var = getenv("CLNORM_VARIANT");
+    if (var && *var && strcmp(var, "auto") != 0) {
+        if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
+        else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REG;
+        else if (!strcmp(var, "split")) l->force_variant = CLN_VAR_SPLIT;
+        else
+            return cln_fail(CLNORM_INVALID_ARGUMENT,
+                            "environment variable CLNORM_VARIANT=\"%s\" is not auto, stream, "
+                            "reg or split", var);
+    }
     return CLNORM_SUCCESS;
 }
 
-/* Work-items per row when nothing is forced. GPUs want many rows in flight and
-   coalesced loads; CPUs run a work-group on one thread with work-items as vector
-   lanes, so they want few work-items and long loops per row. */
-static size_t cln_auto_team(const cln_profile *p, size_t rows, size_t cols, size_t max_wg)
+/* Scratch bytes per work-group: (m, l) pairs need two floats per work-item. The
+   split kernels of every op reduce pairs. */
+static size_t cln_local_floats(cln_op op, cln_variant v)
 {
-    int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
-    size_t per_item = cpu ? 64 : 8;
-    size_t team = cln_pow2_ceil((cols + per_item - 1) / per_item);
-    size_t cap = cpu ? 64 : 256;
-    /* Few long rows: use whole large work-groups so the device is not left idle. */
-    if (!cpu && rows < 2 * (size_t)(p->compute_units ? p->compute_units : 1)) cap = 1024;
-    if (team > cap) team = cap;
-    if (team > max_wg) team = cln_pow2_floor(max_wg);
-    return team ? team : 1;
+    if (v == CLN_VAR_SPLIT) return 2;
+    return op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS ? 2 : 1;
+}
+
+static void cln_kernels(cln_plan *pl)
+{
+    pl->k2 = CLN_K_COUNT;
+    switch (pl->op) {
+    case CLN_OP_RMSNORM:
+        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SS : CLN_K_RMS;
+        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMS;
+        break;
+    case CLN_OP_ADD_RMSNORM:
+        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
+        break;
+    case CLN_OP_SOFTMAX_3PASS:
+        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG : CLN_K_SM3;
+        break;
+    case CLN_OP_SOFTMAX_ONLINE:
+    case CLN_OP_SOFTMAX_AUTO:
+        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SMO;
+        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SM;
+        break;
+    case CLN_OP_STATS:
+        pl->k1 = pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_STATS;
+        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_STATS_FINAL;
+        break;
+    }
+}
+
+static int cln_has_variant(cln_op op, cln_variant v)
+{
+    if (v == CLN_VAR_REG) return op != CLN_OP_STATS;
+    if (v == CLN_VAR_SPLIT)
+        return op == CLN_OP_RMSNORM || op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS;
+    return 1;
 }
 
 clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op op,
@@ -112,36 +170,101 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 {
     (void)dtype;
     memset(out, 0, sizeof *out);
-    out->op = op;
+    const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
+    const size_t cus = p->compute_units ? p->compute_units : 1;
     size_t max_wg = p->max_wg ? p->max_wg : 1;
     if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
     cl_ulong local = p->local_mem;
     if (lim->max_local && lim->max_local < local) local = lim->max_local;
-    size_t local_cap = (size_t)(local / cln_plan_local_bytes(op, 1));
-    if (local_cap < max_wg) max_wg = local_cap;
-    if (max_wg == 0) {
+    /* Two floats per work-item cover every kernel's scratch, plus a flag word. */
+    size_t local_cap = local > 16 ? (size_t)((local - 16) / (2 * sizeof(float))) : 0;
+    if (local_cap < max_wg) max_wg = cln_pow2_floor(local_cap ? local_cap : 1);
+    if (local_cap == 0) {
         snprintf(why, why_len, "the device has %llu bytes of local memory, fewer than one "
-                 "work-item of %s needs", (unsigned long long)local, cln_op_name(op));
+                 "work-item needs", (unsigned long long)local);
         return CLNORM_UNSUPPORTED;
     }
 
-    if (lim->force_path == CLN_PATH_LOCAL) out->path = CLN_PATH_LOCAL;
-    else if (lim->force_path == CLN_PATH_SUBGROUP || lim->force_path == CLN_PATH_NV) {
+    if (lim->force_path == CLN_PATH_SUBGROUP || lim->force_path == CLN_PATH_NV) {
         if (p->best_path == CLN_PATH_LOCAL) {
             snprintf(why, why_len, "CLNORM_REDUCTION=subgroup, but device \"%s\" has neither "
                      "cl_khr_subgroups nor NVIDIA warp shuffles", p->device_name);
             return CLNORM_UNSUPPORTED;
         }
-        out->path = p->best_path;
-    } else out->path = p->best_path;
+    }
+    out->path = lim->force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : p->best_path;
+
+    /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
+       element) when the row fits, else the online form (two reads, not three). */
+    size_t reg_team = cln_pow2_ceil(cln_div_up(cols, CLN_REG_K));
+    int reg_fits = reg_team <= max_wg && reg_team <= 1024;
+    if (op == CLN_OP_SOFTMAX_AUTO) op = reg_fits ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
+    out->op = op;
+    out->online = op == CLN_OP_SOFTMAX_ONLINE;
+
+    /* The variant. Split when rows are too few to fill the device and long enough to
+       share; registers when the row fits; stream otherwise. */
+    cln_variant var;
+    if (lim->force_variant >= 0) {
+        var = (cln_variant)lim->force_variant;
+        if (!cln_has_variant(op, var)) var = CLN_VAR_STREAM;
+    } else {
+        size_t split_min = cpu ? 65536 : 32768;
+        int few = rows < (cpu ? cus : 2 * cus);
+        if (few && cols >= split_min && cln_has_variant(op, CLN_VAR_SPLIT)) var = CLN_VAR_SPLIT;
+        else if (reg_fits && cln_has_variant(op, CLN_VAR_REG)) var = CLN_VAR_REG;
+        else var = CLN_VAR_STREAM;
+    }
+    if (var == CLN_VAR_SPLIT && (lim->force_wg || lim->force_team) && lim->force_variant < 0)
+        var = reg_fits && cln_has_variant(op, CLN_VAR_REG) ? CLN_VAR_REG : CLN_VAR_STREAM;
 
     size_t wg, team;
-    if (lim->force_wg) {
+    if (var == CLN_VAR_SPLIT) {
+        wg = lim->force_wg ? lim->force_wg : (cpu ? 64 : 256);
+        if (wg > max_wg) wg = lim->force_wg ? wg : cln_pow2_floor(max_wg);
+        team = wg;
+    } else if (lim->force_wg) {
         wg = lim->force_wg;
+        if (lim->force_team) team = lim->force_team;
+        else {
+            team = cln_pow2_ceil(cln_div_up(cols, cpu ? 64 : 8));
+            if (team > wg) team = wg;
+            while (wg % team) team /= 2; /* a power of two: 1 always divides */
+        }
+    } else {
+        /* GPUs want about 8 elements per work-item and many rows in flight; CPUs run
+           a work-group on one thread with work-items as vector lanes, so fewer
+           work-items and longer loops. Long rows with few rows get big groups. */
+        size_t per_item = cpu ? 64 : 8;
+        size_t cap = cpu ? 64 : (rows < 2 * cus ? 1024 : 256);
+        team = lim->force_team ? lim->force_team : cln_pow2_ceil(cln_div_up(cols, per_item));
+        if (!lim->force_team) {
+            if (team > cap) team = cap;
+            if (var == CLN_VAR_REG && team < reg_team) team = reg_team;
+            if (team > max_wg) team = cln_pow2_floor(max_wg);
+        }
+        if (team > max_wg) {
+            snprintf(why, why_len, "CLNORM_ROW_THREADS=%zu exceeds the %zu work-items this "
+                     "device and kernel allow", team, max_wg);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+        /* Fill a work-group of about 256 work-items (64 on CPUs) with whole rows, at
+           least the preferred multiple even when rows are few: spare rows cost little,
+           and PoCL 4+ cannot run one-work-item groups with local arguments. */
+        size_t target = cpu ? 64 : 256;
+        if (target > max_wg) target = max_wg;
+        size_t rpw = target > team ? target / team : 1;
+        size_t rows_p2 = cln_pow2_ceil(rows ? rows : 1);
+        if (rpw > rows_p2) rpw = rows_p2;
+        size_t min_wg = p->pref_multiple ? p->pref_multiple : 1;
+        if (min_wg > target) min_wg = target;
+        while (team * rpw < min_wg && team * rpw * 2 <= target) rpw *= 2;
+        wg = team * rpw;
+    }
+    if (lim->force_wg) {
         if (wg == 1 && p->pocl_major >= 4) {
             snprintf(why, why_len, "CLNORM_WORK_GROUP=1: PoCL %d fails to run kernels with "
-                     "local-memory arguments in work-groups of one work-item",
-                     p->pocl_major);
+                     "local-memory arguments in work-groups of one work-item", p->pocl_major);
             return CLNORM_UNSUPPORTED;
         }
         if (wg > max_wg) {
@@ -150,41 +273,36 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
                      (unsigned long long)local);
             return CLNORM_INVALID_ARGUMENT;
         }
-        if (lim->force_team) team = lim->force_team;
-        else {
-            team = cln_auto_team(p, rows, cols, wg);
-            while (wg % team) team /= 2; /* team is a power of two, 1 always divides */
-        }
-    } else {
-        team = lim->force_team ? lim->force_team : cln_auto_team(p, rows, cols, max_wg);
-        if (team > max_wg) {
-            snprintf(why, why_len, "CLNORM_ROW_THREADS=%zu exceeds the %zu work-items this "
-                     "device and kernel allow", team, max_wg);
-            return CLNORM_INVALID_ARGUMENT;
-        }
-        /* Fill a work-group of about 256 work-items (64 on CPUs) with whole rows, but
-           never with more rows than exist. */
-        size_t target = (p->type & CL_DEVICE_TYPE_CPU) ? 64 : 256;
-        if (target > max_wg) target = max_wg;
-        size_t rpw = target > team ? target / team : 1;
-        size_t rows_p2 = cln_pow2_ceil(rows ? rows : 1);
-        if (rpw > rows_p2) rpw = rows_p2;
-        /* At least the preferred multiple, even when rows are few: spare rows cost
-           nothing, and PoCL 4+ cannot run one-work-item groups with local arguments. */
-        size_t min_wg = p->pref_multiple ? p->pref_multiple : 1;
-        if (min_wg > target) min_wg = target;
-        while (team * rpw < min_wg && team * rpw * 2 <= target) rpw *= 2;
-        wg = team * rpw;
     }
     if (team == 0 || wg % team) {
         snprintf(why, why_len, "CLNORM_ROW_THREADS=%zu does not divide the work-group size "
                  "%zu", team, wg);
         return CLNORM_INVALID_ARGUMENT;
     }
+    /* A forced shape whose row does not fit the registers streams instead. */
+    if (var == CLN_VAR_REG && team * CLN_REG_K < cols) var = CLN_VAR_STREAM;
+
+    out->variant = var;
     out->wg = wg;
     out->team = team;
     out->rows_per_wg = wg / team;
-    out->groups = rows ? (rows + out->rows_per_wg - 1) / out->rows_per_wg : 0;
-    out->local_bytes = cln_plan_local_bytes(op, wg);
+    if (var == CLN_VAR_SPLIT) {
+        size_t slices = lim->force_slices;
+        if (!slices) {
+            slices = cln_div_up((cpu ? 2 : 4) * cus, rows ? rows : 1);
+            size_t most = cols / (wg * 8); /* at least 8 elements per work-item */
+            if (slices > most) slices = most;
+        }
+        if (slices < 1) slices = 1;
+        if (slices > cols) slices = cols;
+        size_t len = cln_div_up(cols, slices);
+        out->slice_len = cln_div_up(len, wg) * wg;
+        out->slices = cln_div_up(cols, out->slice_len);
+        out->groups = rows * out->slices;
+    } else {
+        out->groups = rows ? cln_div_up(rows, out->rows_per_wg) : 0;
+    }
+    out->local_bytes = wg * sizeof(float) * cln_local_floats(op, var);
+    cln_kernels(out);
     return CLNORM_SUCCESS;
 }

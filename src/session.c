@@ -156,3 +156,33 @@ fail:
     if (bs) clReleaseMemObject(bs);
     return st;
 }
+
+clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                      size_t cols, const void *x, void *residual,
+                                      int update_residual, const void *gamma, void *y,
+                                      float eps)
+{
+    size_t bytes;
+    cl_mem bx = NULL, br = NULL, bg = NULL;
+    clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (st) return st;
+    if (rows && (!x || !residual || !y))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",
+                        !x ? "x" : !residual ? "residual" : "y");
+    if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_buffer(s, bytes, x, &bx, "x")) ||
+        (st = cln_buffer(s, bytes, residual, &br, "residual")) ||
+        (gamma && (st = cln_buffer(s, cols * cln_dtype_size(dtype), gamma, &bg, "gamma"))))
+        goto fail;
+    clnorm_matrix vx = {bx, 0, 0}, vr = {br, 0, 0};
+    if ((st = clnorm_add_rmsnorm(s->queue, dtype, rows, cols, vx, vr, update_residual, bg, vx,
+                                 eps, 0, NULL, NULL)))
+        goto fail;
+    if ((st = cln_read(s, bx, bytes, y))) goto fail;
+    if (update_residual) st = cln_read(s, br, bytes, residual);
+fail:
+    if (bx) clReleaseMemObject(bx);
+    if (br) clReleaseMemObject(br);
+    if (bg) clReleaseMemObject(bg);
+    return st;
+}
