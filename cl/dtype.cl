@@ -30,3 +30,37 @@ inline ushort cln_to_bf16(float f)
 #else
 #error "unknown CLN_DTYPE"
 #endif
+
+/* Vector access for the streaming loops: CLN_VEC elements per chunk (1 disables).
+   CPUs vectorise a work-item's own loop only through explicit vector types, since
+   float reductions may not be reordered without fast-math. vloadn needs only the
+   element's alignment, so any offset works. */
+#ifndef CLN_VEC
+#define CLN_VEC 1
+#endif
+#if CLN_VEC > 1
+#define CLN_CAT_(a, b) a##b
+#define CLN_CAT(a, b) CLN_CAT_(a, b)
+typedef CLN_CAT(float, CLN_VEC) cln_fv;
+typedef CLN_CAT(int, CLN_VEC) cln_iv;
+typedef CLN_CAT(uint, CLN_VEC) cln_uv;
+#if CLN_DTYPE == 0
+#define CLN_LOADV(p, k) CLN_CAT(vload, CLN_VEC)((k), (p))
+#define CLN_STOREV(p, k, v) CLN_CAT(vstore, CLN_VEC)((v), (k), (p))
+#elif CLN_DTYPE == 1
+#define CLN_LOADV(p, k) CLN_CAT(vload_half, CLN_VEC)((k), (p))
+#define CLN_STOREV(p, k, v) CLN_CAT(CLN_CAT(vstore_half, CLN_VEC), _rte)((v), (k), (p))
+#else
+#define CLN_LOADV(p, k) \
+    CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_CAT(vload, CLN_VEC)((k), (p))) << 16)
+inline void cln_storev_bf16(cln_fv v, size_t k, __global ushort *p)
+{
+    cln_uv u = CLN_CAT(as_uint, CLN_VEC)(v);
+    cln_uv r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    cln_uv q = (u >> 16) | 0x40u; /* NaN stays NaN */
+    r = select(r, q, CLN_CAT(as_uint, CLN_VEC)(isnan(v)));
+    CLN_CAT(vstore, CLN_VEC)(CLN_CAT(convert_ushort, CLN_VEC)(r), k, p);
+}
+#define CLN_STOREV(p, k, v) cln_storev_bf16((v), (k), (p))
+#endif
+#endif

@@ -93,8 +93,6 @@ inline float cln_round(float v)
         CLN_STORE(yr, c, o);                                                         \
     }
 
-#define CLN_X(c) CLN_LOAD(xr, c)
-
 __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                              __global const cln_t *gamma, uint has_gamma,
                              __global cln_t *y, ulong yoff, ulong yld,
@@ -105,7 +103,22 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_ROW_SETUP();
     if (lid == 0) flag = 0;
     __global const cln_t *xr = x + xoff + row * xld;
-    CLN_RMS_STREAM_BODY(CLN_X)
+    float ma;
+    float ss = active ? cln_seg_sumsq(xr, cols, 1.0f, lane, team, &ma) : 0.0f;
+    ss = cln_sum(ss, scratch, lid, lane, team);
+    float scale = 1.0f;
+    bool need = active && cln_rms_needs_rescale(ss, eps);
+    if (cln_any(need, &flag, team)) {
+        ma = cln_max(need ? ma : 0.0f, scratch, lid, lane, team);
+        if (need) scale = cln_rms_scale(ma);
+        float s2 = need ? cln_seg_sumsq(xr, cols, scale, lane, team, &ma) : 0.0f;
+        s2 = cln_sum(s2, scratch, lid, lane, team);
+        if (need) ss = s2;
+    }
+    if (!active) return;
+    float sc, rs;
+    cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
+    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, cols, sc, rs, lane, team);
 }
 
 /* Fused: h = x + residual (rounded to the storage type), optionally stored over
@@ -213,12 +226,7 @@ __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ul
 {
     CLN_SPLIT_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
-    float ss = 0.0f, ma = 0.0f;
-    for (ulong c = c0 + lane; c < c1; c += team) {
-        float v = CLN_LOAD(xr, c);
-        ss = fma(v, v, ss);
-        ma = fmax(ma, fabs(v));
-    }
+    float ma, ss = cln_seg_sumsq(xr + c0, c1 - c0, 1.0f, lane, team, &ma);
     ss = cln_sum(ss, scratch, lid, lane, team);
     ma = cln_max(ma, scratch, lid, lane, team);
     if (lid == 0) {
@@ -247,19 +255,11 @@ __kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xl
     if (cln_rms_needs_rescale(ss, eps)) { /* uniform: one row per work-group */
         ma = cln_max(ma, scratch, lid, lane, team);
         scale = cln_rms_scale(ma);
-        float s2 = 0.0f;
-        for (ulong c = lane; c < cols; c += team) {
-            float t = CLN_LOAD(xr, c) * scale;
-            s2 = fma(t, t, s2);
-        }
+        float s2 = cln_seg_sumsq(xr, cols, scale, lane, team, &ma);
         ss = cln_sum(s2, scratch, lid, lane, team);
     }
     float sc, rs;
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
-    __global cln_t *yr = y + yoff + row * yld;
-    for (ulong c = c0 + lane; c < c1; c += team) {
-        float o = (CLN_LOAD(xr, c) * sc) * rs;
-        if (has_gamma) o *= CLN_LOAD(gamma, c);
-        CLN_STORE(yr, c, o);
-    }
+    cln_seg_scale_write(xr + c0, y + yoff + row * yld + c0, gamma + c0, has_gamma, c1 - c0, sc,
+                        rs, lane, team);
 }

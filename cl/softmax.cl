@@ -10,38 +10,6 @@
    - split:  several work-groups per row; each reduces its slice to a partial (m, l),
              then each merges its row's partials and writes its slice. */
 
-/* 1/l, except 0 for an empty (all -inf) row and NaN for a NaN row. */
-inline float cln_inv_sum(float l)
-{
-    if (isnan(l)) return l;
-    return l > 0.0f ? 1.0f / l : 0.0f;
-}
-
-inline void cln_softmax_write(__global const cln_t *xr, __global cln_t *yr, ulong c0,
-                              ulong c1, uint lane, uint team, float m, float l)
-{
-    float inv = cln_inv_sum(l);
-    for (ulong c = c0 + lane; c < c1; c += team) CLN_STORE(yr, c, cln_w(CLN_LOAD(xr, c), m) * inv);
-}
-
-/* Online statistics of the elements this work-item visits in [c0, c1): (m, l) with the
-   old sum rescaled whenever the maximum grows, so each element costs one exp. */
-inline void cln_online_stats(__global const cln_t *xr, ulong c0, ulong c1, uint lane,
-                             uint team, float *m_out, float *l_out)
-{
-    float m = -INFINITY, l = 0.0f;
-    for (ulong c = c0 + lane; c < c1; c += team) {
-        float v = CLN_LOAD(xr, c);
-        if (v > m) {
-            l *= cln_w(m, v);
-            m = v;
-        }
-        l += cln_w(v, m);
-    }
-    *m_out = m;
-    *l_out = l;
-}
-
 /* Three passes over the row: the maximum, the sum of exp(x - max), then the write. */
 __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong rows,
@@ -49,16 +17,12 @@ __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xl
 {
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
-    float m = -INFINITY;
-    if (active)
-        for (ulong c = lane; c < cols; c += team) m = fmax(m, CLN_LOAD(xr, c));
+    float m = active ? cln_seg_max(xr, cols, lane, team) : -INFINITY;
     m = cln_max(m, scratch, lid, lane, team);
-    float l = 0.0f;
-    if (active)
-        for (ulong c = lane; c < cols; c += team) l += cln_w(CLN_LOAD(xr, c), m);
+    float l = active ? cln_seg_sumexp(xr, cols, m, lane, team) : 0.0f;
     l = cln_sum(l, scratch, lid, lane, team);
     if (!active) return;
-    cln_softmax_write(xr, y + yoff + row * yld, 0, cols, lane, team, m, l);
+    cln_seg_softmax_write(xr, y + yoff + row * yld, cols, m, l, lane, team);
 }
 
 /* One statistics pass, a merge of the (m, l) pairs across the team, then the write. */
@@ -69,10 +33,10 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
     float m = -INFINITY, l = 0.0f;
-    if (active) cln_online_stats(xr, 0, cols, lane, team, &m, &l);
+    if (active) cln_seg_online(xr, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
     if (!active) return;
-    cln_softmax_write(xr, y + yoff + row * yld, 0, cols, lane, team, m, l);
+    cln_seg_softmax_write(xr, y + yoff + row * yld, cols, m, l, lane, team);
 }
 
 /* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
@@ -134,7 +98,7 @@ __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xl
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
     float m = -INFINITY, l = 0.0f;
-    if (active) cln_online_stats(xr, 0, cols, lane, team, &m, &l);
+    if (active) cln_seg_online(xr, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
     if (!active || lane != 0) return;
     row_max[row] = isnan(l) ? l : m;
@@ -150,7 +114,7 @@ __kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_SPLIT_SETUP();
     float m, l;
-    cln_online_stats(x + xoff + row * xld, c0, c1, lane, team, &m, &l);
+    cln_seg_online(x + xoff + row * xld + c0, c1 - c0, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
     if (lid == 0) {
         part[2 * g] = m;
@@ -178,7 +142,8 @@ __kernel void clnorm_split_softmax(__global const cln_t *x, ulong xoff, ulong xl
     CLN_SPLIT_SETUP();
     float m, l;
     cln_merge_parts(part, row, slices, lid, team, scratch, &m, &l);
-    cln_softmax_write(x + xoff + row * xld, y + yoff + row * yld, c0, c1, lane, team, m, l);
+    cln_seg_softmax_write(x + xoff + row * xld + c0, y + yoff + row * yld + c0, c1 - c0, m, l,
+                          lane, team);
 }
 
 /* Stage two of the statistics: one work-group per row (slices is the partial count). */

@@ -185,6 +185,13 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
                                  &p->local_mem, NULL),
                  "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
     p->pref_multiple = (p->type & CL_DEVICE_TYPE_GPU) ? 32 : 8;
+    /* GPUs coalesce scalar accesses across work-items; CPUs need explicit vectors. */
+    p->vec = 1;
+    cl_uint pw = 0;
+    if ((p->type & CL_DEVICE_TYPE_CPU) &&
+        clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof pw, &pw, NULL) ==
+            CL_SUCCESS)
+        while (p->vec * 2 <= pw && p->vec < 16) p->vec *= 2;
     size_t elen = 0;
     char *exts = NULL;
     if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &elen) == CL_SUCCESS &&

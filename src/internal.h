@@ -50,6 +50,8 @@ typedef struct cln_profile {
     int has_nv_shuffle;     /* the inline-PTX probe compiled */
     int nv_compiler_options; /* cl_nv_compiler_options: -cl-nv-maxrregcount works */
     int pocl_major;         /* PoCL's major version, 0 for other platforms */
+    cl_uint vec;            /* CLN_VEC of the streaming loops: 1 on GPUs, the preferred
+                               float vector width (up to 16) on CPUs */
     cln_path best_path;     /* fastest path the device has */
 } cln_profile;
 

@@ -198,7 +198,10 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, CLN_REG_K));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
-    if (op == CLN_OP_SOFTMAX_AUTO) op = reg_fits ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
+    /* On CPUs the data sits in cache between passes and exp dominates; the three-pass
+       loops vectorise more cleanly than the online rescaling, so they win there. */
+    if (op == CLN_OP_SOFTMAX_AUTO)
+        op = reg_fits || cpu ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
     out->op = op;
     out->online = op == CLN_OP_SOFTMAX_ONLINE;
 
@@ -212,7 +215,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         size_t split_min = cpu ? 65536 : 32768;
         int few = rows < (cpu ? cus : 2 * cus);
         if (few && cols >= split_min && cln_has_variant(op, CLN_VAR_SPLIT)) var = CLN_VAR_SPLIT;
-        else if (reg_fits && cln_has_variant(op, CLN_VAR_REG)) var = CLN_VAR_REG;
+        else if (!cpu && reg_fits && cln_has_variant(op, CLN_VAR_REG)) var = CLN_VAR_REG;
         else var = CLN_VAR_STREAM;
     }
     if (var == CLN_VAR_SPLIT && (lim->force_wg || lim->force_team) && lim->force_variant < 0)
@@ -220,7 +223,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 
     size_t wg, team;
     if (var == CLN_VAR_SPLIT) {
-        wg = lim->force_wg ? lim->force_wg : (cpu ? 64 : 256);
+        wg = lim->force_wg ? lim->force_wg : (cpu ? 8 : 256);
         if (wg > max_wg) wg = lim->force_wg ? wg : cln_pow2_floor(max_wg);
         team = wg;
     } else if (lim->force_wg) {
@@ -231,6 +234,20 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
             if (team > wg) team = wg;
             while (wg % team) team /= 2; /* a power of two: 1 always divides */
         }
+    } else if (cpu && !lim->force_team) {
+        /* CPUs run a work-group on one thread, its work-items as loop iterations, and
+           vectorise each work-item's own loop (CLN_VEC): one work-item per row, enough
+           rows per group to amortise the barriers, and groups for every core. A few
+           long rows share their work among a handful of work-items instead. */
+        size_t rpw = cln_pow2_floor(rows / (4 * cus) ? rows / (4 * cus) : 1);
+        if (rpw > 64) rpw = 64;
+        team = 8 / (rpw < 8 ? rpw : 8);
+        size_t chunks = cln_div_up(cols, 4 * (p->vec ? p->vec : 1));
+        while (team > 1 && team > chunks) team /= 2;
+        while (team * rpw > max_wg && rpw > 1) rpw /= 2;
+        while (team * rpw > max_wg && team > 1) team /= 2;
+        if (var == CLN_VAR_REG && team * CLN_REG_K < cols) var = CLN_VAR_STREAM;
+        wg = team * rpw;
     } else {
         /* GPUs want about 8 elements per work-item and many rows in flight; CPUs run
            a work-group on one thread with work-items as vector lanes, so fewer

@@ -16,7 +16,7 @@ static const command commands[] = {
     {"devices", cmd_devices, "list platforms and devices, and what clnorm picks on each"},
     {"run", cmd_run, "run every operation on random data: check it and time it"},
     /* Placeholders: these come in later issues. Put the function in the table. */
-    {"bench", NULL, "benchmark a sweep of shapes against copy bandwidth"},
+    {"bench", cmd_bench, "benchmark a sweep of shapes against copy bandwidth"},
     {"tune", NULL, "search work-group sizes and store a tuning table"},
     {"cache", NULL, "inspect or clear the on-disk program cache"},
 };

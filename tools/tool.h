@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit codes: 0 all good, 1 a wrong result or an error, 2 bad usage. */
@@ -12,6 +13,15 @@ enum { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2 };
 /* Subcommands: argv[0] is the subcommand's own name. */
 int cmd_devices(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* host_dtype.c: float <-> storage conversions, round to nearest even. */
+uint16_t tool_f32_to_f16(float f);
+float tool_f16_to_f32(uint16_t h);
+uint16_t tool_f32_to_bf16(float f);
+float tool_bf16_to_f32(uint16_t b);
+void tool_store(clnorm_dtype d, const float *src, void *dst, size_t n);
+void tool_load(clnorm_dtype d, const void *src, float *dst, size_t n);
 
 /* 1 for "--help" or "-h". */
 int tool_is_help(const char *arg);

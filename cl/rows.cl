@@ -1,0 +1,170 @@
+/* A work-item's share of a row segment p[0, n): chunks of CLN_VEC elements dealt
+   round-robin over the team's lanes, then the scalar tail. With CLN_VEC == 1 only
+   the scalar loop remains. Each helper returns this work-item's partial; the
+   kernels reduce the partials across the team. */
+
+/* Which chunks a lane takes: round-robin on GPUs, so that neighbouring work-items
+   touch neighbouring memory at once (coalescing); a contiguous block on CPUs, where
+   a work-group's work-items run one after another on one core and each should
+   stream its own part of the row. */
+#ifndef CLN_BLOCKED
+#define CLN_BLOCKED 0
+#endif
+#if CLN_BLOCKED
+#define CLN_FOR_CHUNKS(k, nc) \
+    for (ulong k = (nc) * lane / team, k##_end = (nc) * (lane + 1) / team; k < k##_end; k++)
+#else
+#define CLN_FOR_CHUNKS(k, nc) for (ulong k = lane; k < (nc); k += team)
+#endif
+
+#if CLN_VEC > 1
+/* Horizontal sum and maximum through a private array; compilers fold it. */
+inline float cln_hsum(cln_fv v)
+{
+    float t[CLN_VEC], s = 0.0f;
+    CLN_CAT(vstore, CLN_VEC)(v, 0, t);
+    for (int i = 0; i < CLN_VEC; i++) s += t[i];
+    return s;
+}
+
+inline float cln_hmax(cln_fv v)
+{
+    float t[CLN_VEC], s = -INFINITY;
+    CLN_CAT(vstore, CLN_VEC)(v, 0, t);
+    for (int i = 0; i < CLN_VEC; i++) s = fmax(s, t[i]);
+    return s;
+}
+
+/* cln_w on a vector: exp(x - m), with the same special cases. */
+inline cln_fv cln_wv(cln_fv x, float m)
+{
+    cln_fv e = exp(x - m);
+    float eq = m == -INFINITY ? 0.0f : 1.0f;
+    return select(e, (cln_fv)eq, isequal(x, (cln_fv)m));
+}
+#define CLN_NCHUNK(n) ((n) / CLN_VEC)
+#else
+#define CLN_NCHUNK(n) ((ulong)0)
+#endif
+
+/* sum((x * scale)^2) and max |x| of this work-item's share. */
+inline float cln_seg_sumsq(__global const cln_t *p, ulong n, float scale, uint lane, uint team,
+                           float *maxabs)
+{
+    float ss = 0.0f, ma = 0.0f;
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    cln_fv sv = 0.0f, mv = 0.0f;
+    CLN_FOR_CHUNKS(k, nc) {
+        cln_fv v = CLN_LOADV(p, k) * scale;
+        sv = fma(v, v, sv);
+        mv = fmax(mv, fabs(v));
+    }
+    ss = cln_hsum(sv);
+    ma = cln_hmax(mv);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+        float v = CLN_LOAD(p, c) * scale;
+        ss = fma(v, v, ss);
+        ma = fmax(ma, fabs(v));
+    }
+    *maxabs = ma;
+    return ss;
+}
+
+inline float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
+{
+    float m = -INFINITY;
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    cln_fv mv = -INFINITY;
+    CLN_FOR_CHUNKS(k, nc) mv = fmax(mv, CLN_LOADV(p, k));
+    m = cln_hmax(mv);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) m = fmax(m, CLN_LOAD(p, c));
+    return m;
+}
+
+inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane, uint team)
+{
+    float l = 0.0f;
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    cln_fv lv = 0.0f;
+    CLN_FOR_CHUNKS(k, nc) lv += cln_wv(CLN_LOADV(p, k), m);
+    l = cln_hsum(lv);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) l += cln_w(CLN_LOAD(p, c), m);
+    return l;
+}
+
+/* Online (m, l): the old sum is rescaled whenever the maximum grows, per chunk in
+   the vector loop and per element in the tail, so each element costs one exp. */
+inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint team, float *m_out,
+                           float *l_out)
+{
+    float m = -INFINITY, l = 0.0f;
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    CLN_FOR_CHUNKS(k, nc) {
+        cln_fv v = CLN_LOADV(p, k);
+        float cm = cln_hmax(v);
+        if (cm > m) {
+            l *= cln_w(m, cm);
+            m = cm;
+        }
+        l += cln_hsum(cln_wv(v, m));
+    }
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+        float v = CLN_LOAD(p, c);
+        if (v > m) {
+            l *= cln_w(m, v);
+            m = v;
+        }
+        l += cln_w(v, m);
+    }
+    *m_out = m;
+    *l_out = l;
+}
+
+/* 1/l, except 0 for an empty (all -inf) row and NaN for a NaN row. */
+inline float cln_inv_sum(float l)
+{
+    if (isnan(l)) return l;
+    return l > 0.0f ? 1.0f / l : 0.0f;
+}
+
+/* q = exp(p - m) / l over this work-item's share. */
+inline void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ulong n, float m,
+                                  float l, uint lane, uint team)
+{
+    float inv = cln_inv_sum(l);
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q, k, cln_wv(CLN_LOADV(p, k), m) * inv);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team)
+        CLN_STORE(q, c, cln_w(CLN_LOAD(p, c), m) * inv);
+}
+
+/* q = (p * sc) * rs * g over this work-item's share (g: gamma from the same column,
+   or NULL-like when has_gamma is 0). */
+inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
+                                __global const cln_t *g, uint has_gamma, ulong n, float sc,
+                                float rs, uint lane, uint team)
+{
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    CLN_FOR_CHUNKS(k, nc) {
+        cln_fv o = (CLN_LOADV(p, k) * sc) * rs;
+        if (has_gamma) o *= CLN_LOADV(g, k);
+        CLN_STOREV(q, k, o);
+    }
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+        float o = (CLN_LOAD(p, c) * sc) * rs;
+        if (has_gamma) o *= CLN_LOAD(g, c);
+        CLN_STORE(q, c, o);
+    }
+}

@@ -1,0 +1,432 @@
+/* `clnorm bench`: GB/s of each operation over a grid of shapes, beside the device's
+   own buffer-copy bandwidth measured in the same run. `--impl scalar` times a plain
+   C loop on the host instead (a peer for tools/compare.py), `--impl memcpy` the
+   host's memcpy. */
+#include "tool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct shape { const char *op; size_t rows, cols; int quick; } shape;
+
+/* The grid of the performance issue; quick marks the subset for small machines. */
+static const shape grid[] = {
+    {"softmax", 4096, 128, 1},   {"softmax", 16384, 1024, 0}, {"softmax", 4096, 4096, 1},
+    {"softmax", 1024, 32768, 0}, {"softmax", 64, 128256, 1},  {"softmax", 8, 262144, 1},
+    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"rmsnorm", 1, 4096, 1},
+    {"rmsnorm", 64, 8192, 1},    {"rmsnorm", 4096, 4096, 1},  {"rmsnorm", 16384, 8192, 0},
+    {"rmsnorm", 8192, 16384, 0}, {"rmsnorm", 65536, 1024, 1},
+};
+
+typedef struct bench_cfg {
+    const char *device, *json, *csv, *impl, *only_op;
+    int quick, repeats, all_dtypes, algo;
+    clnorm_dtype dtype;
+} bench_cfg;
+
+typedef struct result {
+    const char *op;
+    clnorm_dtype dtype;
+    size_t rows, cols;
+    char plan[160];
+    double ms, gbps;
+} result;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Seconds between the marker enqueued just before an operation and the end of the
+   operation's event: this covers every kernel of a split plan. */
+static double event_seconds(cl_event marker, cl_event done)
+{
+    cl_ulong m_end = 0, s = 0, e = 0;
+    clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof m_end, &m_end, NULL);
+    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
+    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL);
+    cl_ulong start = m_end && m_end <= s ? m_end : s;
+    return (double)(e - start) * 1e-9;
+}
+
+/* Bytes read plus written by one call. */
+static double op_bytes(const char *op, size_t rows, size_t cols, size_t es)
+{
+    double n = (double)rows * (double)cols * (double)es;
+    if (!strcmp(op, "rmsnorm")) return 2 * n + (double)cols * (double)es;
+    if (!strcmp(op, "add_rmsnorm")) return 4 * n + (double)cols * (double)es;
+    return 2 * n;
+}
+
+static clnorm_status enqueue_op(cl_command_queue q, const bench_cfg *c, const char *op,
+                                size_t rows, size_t cols, cl_mem x, cl_mem y, cl_mem r,
+                                cl_mem gamma, cl_event *ev)
+{
+    clnorm_matrix vx = {x, 0, 0}, vy = {y, 0, 0}, vr = {r, 0, 0};
+    if (!strcmp(op, "rmsnorm"))
+        return clnorm_rmsnorm(q, c->dtype, rows, cols, vx, gamma, vy, 1e-6f, 0, NULL, ev);
+    if (!strcmp(op, "add_rmsnorm"))
+        return clnorm_add_rmsnorm(q, c->dtype, rows, cols, vx, vr, 1, gamma, vy, 1e-6f, 0, NULL,
+                                  ev);
+    return clnorm_softmax(q, c->dtype, rows, cols, vx, vy, (clnorm_softmax_algo)c->algo, 0, NULL,
+                          ev);
+}
+
+/* Random, non-zero data with a per-row offset, converted to the dtype. */
+static void fill(void *dst, clnorm_dtype d, size_t n, size_t cols, uint64_t seed)
+{
+    float *tmp = malloc(sizeof(float) * (n < 65536 ? n : 65536));
+    for (size_t i0 = 0; i0 < n; i0 += 65536) {
+        size_t m = n - i0 < 65536 ? n - i0 : 65536;
+        for (size_t i = 0; i < m; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            float u = (float)((seed >> 40) * 0x1p-24) * 8.0f - 4.0f;
+            tmp[i] = u + (float)(((i0 + i) / cols) % 7);
+        }
+        tool_store(d, tmp, (char *)dst + i0 * (d == CLNORM_F32 ? 4 : 2), m);
+    }
+    free(tmp);
+}
+
+/* The device's own copy bandwidth: clEnqueueCopyBuffer, bytes read plus written. */
+static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps)
+{
+    cl_int err;
+    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    double t[32], best = 0;
+    if (a && b) {
+        unsigned char pat = 0x3c;
+        clEnqueueFillBuffer(q, a, &pat, 1, 0, bytes, 0, NULL, NULL);
+        for (int i = 0; i <= reps && i < 32; i++) {
+            cl_event e;
+            double w0 = now_s();
+            if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e) != CL_SUCCESS) break;
+            clWaitForEvents(1, &e);
+            double w = now_s() - w0;
+            cl_ulong s = 0, en = 0;
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
+            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
+            clReleaseEvent(e);
+            if (i) t[i - 1] = en > s ? (double)(en - s) * 1e-9 : w; /* the first is a warm-up */
+        }
+        best = 2.0 * (double)bytes / median(t, reps) * 1e-9;
+    }
+    if (a) clReleaseMemObject(a);
+    if (b) clReleaseMemObject(b);
+    return best;
+}
+
+static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id dev,
+                              const bench_cfg *c, const shape *sh, result *res)
+{
+    size_t es = c->dtype == CLNORM_F32 ? 4 : 2, n = sh->rows * sh->cols, bytes = n * es;
+    int cpu = 0;
+    cl_device_type type;
+    cl_ulong max_alloc = 0, global = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
+    cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+    if (bytes > max_alloc || 3 * bytes > global) {
+        fprintf(stderr, "skip %s %zux%zu: %zu bytes do not fit the device\n", sh->op, sh->rows,
+                sh->cols, bytes);
+        return -1;
+    }
+    /* Rotate inputs so that together they exceed the last-level cache. */
+    size_t rotate_bytes = cpu ? ((size_t)64 << 20) : ((size_t)512 << 20);
+    int nin = (int)((rotate_bytes + bytes - 1) / bytes);
+    if (nin < 2) nin = 2;
+    if (nin > 16) nin = 16;
+    while (nin > 2 && (double)(nin + 2) * (double)bytes > 0.5 * (double)global) nin--;
+    cl_mem x[16] = {0}, y = NULL, r = NULL, gamma = NULL;
+    void *host = malloc(bytes);
+    cl_int err = CL_SUCCESS;
+    int ok = 1;
+    for (int i = 0; i < nin && ok; i++) {
+        fill(host, c->dtype, n, sh->cols, 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
+        x[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
+        ok = err == CL_SUCCESS;
+    }
+    if (ok) y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err), ok = err == CL_SUCCESS;
+    if (ok && !strcmp(sh->op, "add_rmsnorm")) {
+        r = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
+        ok = err == CL_SUCCESS;
+    }
+    if (ok) {
+        fill(host, c->dtype, sh->cols, sh->cols, 77);
+        gamma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->cols * es, host, &err);
+        ok = err == CL_SUCCESS;
+    }
+    free(host);
+    double t[64];
+    int reps = c->repeats > 64 ? 64 : c->repeats;
+    clnorm_status st = CLNORM_SUCCESS;
+    for (int i = -1; ok && i < reps; i++) { /* i == -1: warm-up, builds the kernels */
+        cl_event m = NULL, e = NULL;
+        double w0 = now_s();
+        clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
+        st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, x[(i + nin) % nin], y, r, gamma, &e);
+        if (st) {
+            tool_report(sh->op, st);
+            ok = 0;
+        } else {
+            clWaitForEvents(1, &e);
+            /* Drivers without working profiling (Rusticl 22) report zeros: fall back
+               to the wall clock around enqueue and wait. */
+            if (i >= 0) t[i] = event_seconds(m, e);
+            if (i >= 0 && t[i] <= 0) t[i] = now_s() - w0;
+            clReleaseEvent(e);
+        }
+        if (m) clReleaseEvent(m);
+    }
+    if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
+                                             sh->op, sh->rows, sh->cols);
+    /* Describe the plan the library chose, through the same plan function. */
+    const cln_profile *prof;
+    cln_limits lim;
+    cln_plan pl;
+    char why[256];
+    res->plan[0] = '\0';
+    if (cln_profile_get(dev, &prof) == CLNORM_SUCCESS && cln_limits_from_env(&lim) == CLNORM_SUCCESS) {
+        cln_op op = !strcmp(sh->op, "rmsnorm") ? CLN_OP_RMSNORM
+                    : !strcmp(sh->op, "add_rmsnorm") ? CLN_OP_ADD_RMSNORM
+                    : c->algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_3PASS
+                    : c->algo == CLNORM_SOFTMAX_ONLINE ? CLN_OP_SOFTMAX_ONLINE : CLN_OP_SOFTMAX_AUTO;
+        if (cln_plan_make(prof, &lim, op, c->dtype, sh->rows, sh->cols, &pl, why, sizeof why) == 0) {
+            char d[120];
+            cln_plan_describe(&pl, d, sizeof d);
+            snprintf(res->plan, sizeof res->plan, "%s %s", cln_op_name(pl.op), d);
+        }
+    }
+    for (int i = 0; i < nin; i++)
+        if (x[i]) clReleaseMemObject(x[i]);
+    if (y) clReleaseMemObject(y);
+    if (r) clReleaseMemObject(r);
+    if (gamma) clReleaseMemObject(gamma);
+    if (!ok) return 1;
+    res->ms = median(t, reps) * 1e3;
+    res->gbps = op_bytes(sh->op, sh->rows, sh->cols, es) / (res->ms * 1e-3) * 1e-9;
+    return 0;
+}
+
+/* The scalar C loop peer: float32 accumulation, the textbook three-pass softmax. */
+static void scalar_op(const char *op, size_t rows, size_t cols, const float *x, float *y,
+                      const float *g)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const float *xr = x + i * cols;
+        float *yr = y + i * cols;
+        if (!strcmp(op, "softmax")) {
+            float m = -INFINITY, l = 0;
+            for (size_t j = 0; j < cols; j++) m = xr[j] > m ? xr[j] : m;
+            for (size_t j = 0; j < cols; j++) l += expf(xr[j] - m);
+            float inv = 1.0f / l;
+            for (size_t j = 0; j < cols; j++) yr[j] = expf(xr[j] - m) * inv;
+        } else {
+            float ss = 0;
+            for (size_t j = 0; j < cols; j++) ss += xr[j] * xr[j];
+            float rr = 1.0f / sqrtf(ss / (float)cols + 1e-6f);
+            for (size_t j = 0; j < cols; j++) yr[j] = xr[j] * rr * g[j];
+        }
+    }
+}
+
+static int bench_host_shape(const bench_cfg *c, const shape *sh, result *res)
+{
+    size_t n = sh->rows * sh->cols;
+    float *x = malloc(n * 4), *y = malloc(n * 4), *g = malloc(sh->cols * 4);
+    if (!x || !y || !g) {
+        free(x), free(y), free(g);
+        return 1;
+    }
+    fill(x, CLNORM_F32, n, sh->cols, 1);
+    fill(g, CLNORM_F32, sh->cols, sh->cols, 2);
+    double t[64];
+    int reps = c->repeats > 64 ? 64 : c->repeats;
+    int memcpy_impl = !strcmp(c->impl, "memcpy");
+    for (int i = -1; i < reps; i++) {
+        double t0 = now_s();
+        if (memcpy_impl) memcpy(y, x, n * 4);
+        else scalar_op(sh->op, sh->rows, sh->cols, x, y, g);
+        if (i >= 0) t[i] = now_s() - t0;
+    }
+    volatile float sink = y[n / 2];
+    (void)sink;
+    res->ms = median(t, reps) * 1e3;
+    res->gbps = (memcpy_impl ? 2.0 * (double)n * 4 : op_bytes(sh->op, sh->rows, sh->cols, 4)) /
+                (res->ms * 1e-3) * 1e-9;
+    snprintf(res->plan, sizeof res->plan, "%s", memcpy_impl ? "memcpy" : "scalar C loop, -O2");
+    free(x), free(y), free(g);
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
+            "                    [--op softmax|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
+            "                    [--repeats N] [--impl clnorm|scalar|memcpy]\n"
+            "                    [--json FILE] [--csv FILE]\n"
+            "\n"
+            "Times each operation over the shape grid (median of N runs after a warm-up,\n"
+            "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
+            "prints the plan, time, GB/s (bytes read plus written) and the percentage of\n"
+            "the device's buffer-copy bandwidth measured in the same run. --quick runs the\n"
+            "subset for small machines. --impl scalar/memcpy time host C loops instead.\n"
+            "FILE may be - for standard output.\n");
+}
+
+static void write_results(const bench_cfg *c, const char *device, double copy, result *rs,
+                          int n)
+{
+    FILE *fj = NULL, *fc = NULL;
+    if (c->json) fj = strcmp(c->json, "-") ? fopen(c->json, "w") : stdout;
+    if (c->csv) fc = strcmp(c->csv, "-") ? fopen(c->csv, "w") : stdout;
+    if (fj) {
+        fprintf(fj, "{\"impl\": \"%s\", \"device\": \"%s\", \"copy_gbps\": %.2f, \"results\": [\n",
+                c->impl, device, copy);
+        for (int i = 0; i < n; i++)
+            fprintf(fj, "  {\"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
+                    "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f}%s\n",
+                    rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
+                    rs[i].ms, rs[i].gbps, i + 1 < n ? "," : "");
+        fprintf(fj, "]}\n");
+        if (fj != stdout) fclose(fj);
+    }
+    if (fc) {
+        fprintf(fc, "impl,device,op,dtype,rows,cols,plan,ms,gbps,copy_gbps\n");
+        for (int i = 0; i < n; i++)
+            fprintf(fc, "%s,\"%s\",%s,%s,%zu,%zu,\"%s\",%.5f,%.2f,%.2f\n", c->impl, device,
+                    rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
+                    rs[i].ms, rs[i].gbps, copy);
+        if (fc != stdout) fclose(fc);
+    }
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_cfg c = {.impl = "clnorm", .repeats = 0, .dtype = CLNORM_F32, .algo = 0};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int m;
+        if (tool_is_help(argv[i])) { usage(stdout); return TOOL_OK; }
+        if (!strcmp(argv[i], "--quick")) { c.quick = 1; continue; }
+        if ((m = tool_opt(argc, argv, &i, "--device", &v))) { if (m < 0) return TOOL_USAGE; c.device = v; continue; }
+        if ((m = tool_opt(argc, argv, &i, "--json", &v))) { if (m < 0) return TOOL_USAGE; c.json = v; continue; }
+        if ((m = tool_opt(argc, argv, &i, "--csv", &v))) { if (m < 0) return TOOL_USAGE; c.csv = v; continue; }
+        if ((m = tool_opt(argc, argv, &i, "--impl", &v))) {
+            if (m < 0) return TOOL_USAGE;
+            if (strcmp(v, "clnorm") && strcmp(v, "scalar") && strcmp(v, "memcpy")) {
+                fprintf(stderr, "clnorm bench: --impl %s is not clnorm, scalar or memcpy\n", v);
+                return TOOL_USAGE;
+            }
+            c.impl = v;
+            continue;
+        }
+        if ((m = tool_opt(argc, argv, &i, "--op", &v))) { if (m < 0) return TOOL_USAGE; c.only_op = v; continue; }
+        if ((m = tool_opt(argc, argv, &i, "--algo", &v))) {
+            if (m < 0) return TOOL_USAGE;
+            c.algo = !strcmp(v, "3pass") ? 1 : !strcmp(v, "online") ? 2 : !strcmp(v, "auto") ? 0 : -1;
+            if (c.algo < 0) { fprintf(stderr, "clnorm bench: --algo %s is not auto, 3pass or online\n", v); return TOOL_USAGE; }
+            continue;
+        }
+        if ((m = tool_opt(argc, argv, &i, "--dtype", &v))) {
+            if (m < 0) return TOOL_USAGE;
+            if (!strcmp(v, "all")) c.all_dtypes = 1;
+            else if (!tool_parse_dtype(v, &c.dtype)) return TOOL_USAGE;
+            continue;
+        }
+        if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
+            size_t n;
+            if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
+            c.repeats = (int)(n > 64 ? 64 : n);
+            continue;
+        }
+        fprintf(stderr, "clnorm bench: unknown option %s\n", argv[i]);
+        usage(stderr);
+        return TOOL_USAGE;
+    }
+    int host = strcmp(c.impl, "clnorm") != 0;
+    clnorm_session *s = NULL;
+    const char *device = "host CPU";
+    double copy = 0;
+    if (!host) {
+        clnorm_status st = clnorm_session_create(c.device, &s);
+        if (st) { tool_report("session", st); return TOOL_FAIL; }
+        device = clnorm_session_device_name(s);
+    }
+    cl_context ctx = host ? NULL : clnorm_session_context(s);
+    cl_command_queue q = host ? NULL : clnorm_session_queue(s);
+    cl_device_id dev = NULL;
+    int cpu = 1;
+    if (!host) {
+        cl_device_type type;
+        clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
+        clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+        cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+        copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+    }
+    if (!c.repeats) c.repeats = cpu ? 5 : 20;
+    printf("clnorm bench %s on %s: %s, median of %d\n", clnorm_version(), device, c.impl, c.repeats);
+    if (!host) printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
+    printf("%-12s %-5s %15s  %-52s %10s %9s %7s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
+           host ? "" : "%copy");
+    int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
+    result rs[3 * (sizeof grid / sizeof grid[0])];
+    for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
+        if ((!c.quick || grid[k].quick) && (!c.only_op || !strcmp(c.only_op, grid[k].op) ||
+                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(grid[k].op, "rmsnorm"))))
+            total += ndt;
+    int done = 0;
+    for (int d = 0; d < ndt; d++) {
+        if (c.all_dtypes) c.dtype = (clnorm_dtype)d;
+        if (host && c.dtype != CLNORM_F32) continue;
+        for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
+            shape sh = grid[k];
+            if (c.quick && !sh.quick) continue;
+            if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
+                sh.op = "add_rmsnorm";
+            else if (c.only_op && strcmp(c.only_op, sh.op)) continue;
+            fprintf(stderr, "\r[%d/%d] %s %s %zux%zu ...        ", ++done, total, sh.op,
+                    cln_dtype_name(c.dtype), sh.rows, sh.cols);
+            result *r = &rs[n];
+            memset(r, 0, sizeof *r);
+            r->op = sh.op;
+            r->dtype = c.dtype;
+            r->rows = sh.rows;
+            r->cols = sh.cols;
+            int rc = host ? bench_host_shape(&c, &sh, r) : bench_device_shape(ctx, q, dev, &c, &sh, r);
+            if (rc > 0) failed++;
+            if (rc) continue;
+            fprintf(stderr, "\r%60s\r", "");
+            char shape_s[40];
+            snprintf(shape_s, sizeof shape_s, "%zux%zu", sh.rows, sh.cols);
+            printf("%-12s %-5s %15s  %-52s %10.4f %9.1f", r->op, cln_dtype_name(c.dtype), shape_s,
+                   r->plan, r->ms, r->gbps);
+            if (!host && copy > 0) printf(" %6.1f%%", 100.0 * r->gbps / copy);
+            printf("\n");
+            n++;
+        }
+    }
+    fprintf(stderr, "\r%60s\r", "");
+    write_results(&c, device, copy, rs, n);
+    clnorm_session_destroy(s);
+    return failed ? TOOL_FAIL : TOOL_OK;
+}
