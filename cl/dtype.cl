@@ -48,8 +48,22 @@ typedef CLN_CAT(uint, CLN_VEC) cln_uv;
 #define CLN_LOADV(p, k) CLN_CAT(vload, CLN_VEC)((k), (p))
 #define CLN_STOREV(p, k, v) CLN_CAT(vstore, CLN_VEC)((v), (k), (p))
 #elif CLN_DTYPE == 1
-#define CLN_LOADV(p, k) CLN_CAT(vload_half, CLN_VEC)((k), (p))
-#define CLN_STOREV(p, k, v) CLN_CAT(CLN_CAT(vstore_half, CLN_VEC), _rte)((v), (k), (p))
+/* Element by element: PoCL 3.1's vload_half8 faults on addresses that are not
+   vector-aligned, although the specification asks only for half alignment. */
+inline cln_fv cln_loadv_half(size_t k, __global const half *p)
+{
+    float t[CLN_VEC];
+    for (int i = 0; i < CLN_VEC; i++) t[i] = vload_half(k * CLN_VEC + i, p);
+    return CLN_CAT(vload, CLN_VEC)(0, t);
+}
+#define CLN_LOADV(p, k) cln_loadv_half((k), (p))
+inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
+{
+    float t[CLN_VEC];
+    CLN_CAT(vstore, CLN_VEC)(v, 0, t);
+    for (int i = 0; i < CLN_VEC; i++) vstore_half_rte(t[i], k * CLN_VEC + i, p);
+}
+#define CLN_STOREV(p, k, v) cln_storev_half((v), (k), (p))
 #else
 #define CLN_LOADV(p, k) \
     CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_CAT(vload, CLN_VEC)((k), (p))) << 16)

@@ -47,9 +47,10 @@ inline float cln_round(float v)
 #if CLN_DTYPE == 0
     return v;
 #elif CLN_DTYPE == 1
-    half h[1];
-    vstore_half_rte(v, 0, h);
-    return vload_half(0, h);
+    /* A half variable needs cl_khr_fp16, a pointer to half does not. */
+    ushort u;
+    vstore_half_rte(v, 0, (__private half *)&u);
+    return vload_half(0, (__private const half *)&u);
 #else
     return as_float((uint)cln_to_bf16(v) << 16);
 #endif

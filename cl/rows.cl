@@ -12,7 +12,7 @@
 #endif
 #if CLN_BLOCKED
 #define CLN_FOR_CHUNKS(k, nc) \
-    for (ulong k = (nc) * lane / team, k##_end = (nc) * (lane + 1) / team; k < k##_end; k++)
+    for (ulong k = (nc) * lane / team; k < (nc) * (lane + 1) / team; k++)
 #else
 #define CLN_FOR_CHUNKS(k, nc) for (ulong k = lane; k < (nc); k += team)
 #endif
@@ -47,27 +47,39 @@ inline cln_fv cln_wv(cln_fv x, float m)
 #define CLN_NCHUNK(n) ((ulong)0)
 #endif
 
+/* Compensated (Kahan) accumulation: a work-item may add up to a million terms, and
+   plain float32 sums drift past the contract's 2e-5 there. Without fast-math the
+   compiler keeps the correction; it costs three adds, free beside memory or exp.
+   Once the sum is inf or NaN the correction is dropped, so inf stays inf. */
+#define CLN_KAHAN(s, c, v)                                                           \
+    do {                                                                             \
+        __typeof__(s) y_ = (v) - (c), t_ = (s) + y_;                                 \
+        (c) = select((__typeof__(s))0.0f, (t_ - (s)) - y_, isfinite(t_));            \
+        (s) = t_;                                                                    \
+    } while (0)
+
 /* sum((x * scale)^2) and max |x| of this work-item's share. */
 inline float cln_seg_sumsq(__global const cln_t *p, ulong n, float scale, uint lane, uint team,
                            float *maxabs)
 {
-    float ss = 0.0f, ma = 0.0f;
+    float ss = 0.0f, ma = 0.0f, e = 0.0f;
     ulong nc = CLN_NCHUNK(n);
 #if CLN_VEC > 1
-    cln_fv sv = 0.0f, mv = 0.0f;
+    cln_fv sv = 0.0f, ev = 0.0f, mv = 0.0f;
     CLN_FOR_CHUNKS(k, nc) {
         cln_fv v = CLN_LOADV(p, k) * scale;
-        sv = fma(v, v, sv);
+        CLN_KAHAN(sv, ev, v * v);
         mv = fmax(mv, fabs(v));
     }
-    ss = cln_hsum(sv);
+    ss = cln_hsum(sv) - cln_hsum(ev);
     ma = cln_hmax(mv);
 #endif
     for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
         float v = CLN_LOAD(p, c) * scale;
-        ss = fma(v, v, ss);
+        CLN_KAHAN(ss, e, v * v);
         ma = fmax(ma, fabs(v));
     }
+    ss -= e;
     *maxabs = ma;
     return ss;
 }
@@ -87,15 +99,15 @@ inline float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
 
 inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane, uint team)
 {
-    float l = 0.0f;
+    float l = 0.0f, e = 0.0f;
     ulong nc = CLN_NCHUNK(n);
 #if CLN_VEC > 1
-    cln_fv lv = 0.0f;
-    CLN_FOR_CHUNKS(k, nc) lv += cln_wv(CLN_LOADV(p, k), m);
-    l = cln_hsum(lv);
+    cln_fv lv = 0.0f, ev = 0.0f;
+    CLN_FOR_CHUNKS(k, nc) CLN_KAHAN(lv, ev, cln_wv(CLN_LOADV(p, k), m));
+    l = cln_hsum(lv) - cln_hsum(ev);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) l += cln_w(CLN_LOAD(p, c), m);
-    return l;
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) CLN_KAHAN(l, e, cln_w(CLN_LOAD(p, c), m));
+    return l - e;
 }
 
 /* Online (m, l): the old sum is rescaled whenever the maximum grows, per chunk in
@@ -103,29 +115,33 @@ inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane
 inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint team, float *m_out,
                            float *l_out)
 {
-    float m = -INFINITY, l = 0.0f;
+    float m = -INFINITY, l = 0.0f, e = 0.0f;
     ulong nc = CLN_NCHUNK(n);
 #if CLN_VEC > 1
     CLN_FOR_CHUNKS(k, nc) {
         cln_fv v = CLN_LOADV(p, k);
         float cm = cln_hmax(v);
         if (cm > m) {
-            l *= cln_w(m, cm);
+            float w = cln_w(m, cm);
+            l *= w;
+            e *= w;
             m = cm;
         }
-        l += cln_hsum(cln_wv(v, m));
+        CLN_KAHAN(l, e, cln_hsum(cln_wv(v, m)));
     }
 #endif
     for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
         float v = CLN_LOAD(p, c);
         if (v > m) {
-            l *= cln_w(m, v);
+            float w = cln_w(m, v);
+            l *= w;
+            e *= w;
             m = v;
         }
-        l += cln_w(v, m);
+        CLN_KAHAN(l, e, cln_w(v, m));
     }
     *m_out = m;
-    *l_out = l;
+    *l_out = l - e;
 }
 
 /* 1/l, except 0 for an empty (all -inf) row and NaN for a NaN row. */

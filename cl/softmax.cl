@@ -160,3 +160,32 @@ __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
         row_sum[row] = l;
     }
 }
+
+/* Three-pass softmax over split rows: stage one the slice maxima; stage two merges
+   the row's maxima and sums exp(x - m) over the slice, leaving (m, l) pairs that
+   clnorm_split_softmax then merges (all with the same m) before the write pass. */
+__kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+                               ulong slices, ulong slice_len, __global float *part,
+                               __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    float m = cln_seg_max(x + xoff + row * xld + c0, c1 - c0, lane, team);
+    m = cln_max(m, scratch, lid, lane, team);
+    if (lid == 0) part[g] = m;
+}
+
+__kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+                                  ulong slices, ulong slice_len, __global const float *maxima,
+                                  __global float *part, __local float *scratch)
+{
+    CLN_SPLIT_SETUP();
+    float m = -INFINITY;
+    for (ulong i = lid; i < slices; i += team) m = fmax(m, maxima[row * slices + i]);
+    m = cln_max(m, scratch, lid, lane, team);
+    float l = cln_seg_sumexp(x + xoff + row * xld + c0, c1 - c0, m, lane, team);
+    l = cln_sum(l, scratch, lid, lane, team);
+    if (lid == 0) {
+        part[2 * g] = m;
+        part[2 * g + 1] = l;
+    }
+}

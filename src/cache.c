@@ -37,6 +37,7 @@ static pthread_cond_t cln_cache_built = PTHREAD_COND_INITIALIZER;
 static cln_prog *cln_progs;
 static char *cln_embedded_src;
 static size_t cln_embedded_len;
+static uint64_t cln_embedded_hash; /* hashed once: hashing 40 KB per call cost 60 us */
 
 void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, char *buf,
                        size_t len)
@@ -55,25 +56,75 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
 
 /* The embedded source is assembled once; a kernel folder is re-read at every build so
    edits show up without restarting. Caller holds the lock for the embedded copy. */
-static clnorm_status cln_source_locked(char **src, size_t *len, int *owned)
+static clnorm_status cln_source_locked(char **src, size_t *len, uint64_t *hash, int *owned)
 {
     const char *dir = getenv("CLNORM_KERNEL_DIR");
     if (dir && *dir) {
         *owned = 1;
-        return cln_source_get(src, len);
+        clnorm_status st = cln_source_get(src, len);
+        if (!st) *hash = cln_hash64(*src, *len, 0);
+        return st;
     }
     if (!cln_embedded_src) {
         clnorm_status st = cln_source_get(&cln_embedded_src, &cln_embedded_len);
         if (st) return st;
+        cln_embedded_hash = cln_hash64(cln_embedded_src, cln_embedded_len, 0);
     }
     *owned = 0;
     *src = cln_embedded_src;
     *len = cln_embedded_len;
+    *hash = cln_embedded_hash;
     return CLNORM_SUCCESS;
 }
 
-static clnorm_status cln_build(cln_prog *e, const char *src, size_t len)
+/* Reads the (single-device) binary of prog; NULL when the driver has none. */
+static unsigned char *cln_binary_of(cl_program prog, size_t *len)
 {
+    size_t n = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) != CL_SUCCESS ||
+        n == 0)
+        return NULL;
+    unsigned char *bin = malloc(n);
+    if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+        free(bin);
+        bin = NULL;
+    }
+    *len = n;
+    return bin;
+}
+
+/* The program from a disk binary, built with the same options; 0 on any problem. */
+static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_hash,
+                               size_t src_len)
+{
+    unsigned char *bin = NULL;
+    size_t n = 0, nk = 0;
+    if (cln_disk_load(p, e->options, src_hash, src_len, &bin, &n) != CLN_DISK_OK) return 0;
+    const unsigned char *b = bin;
+    cl_int err, bst = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithBinary(e->ctx, 1, &e->dev, &n, &b, &bst, &err);
+    if (err == CL_SUCCESS && bst == CL_SUCCESS)
+        err = clBuildProgram(prog, 1, &e->dev, e->options, NULL, NULL);
+    if (err == CL_SUCCESS && bst == CL_SUCCESS)
+        err = clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
+    if (err == CL_SUCCESS && nk < CLN_K_COUNT) err = CL_INVALID_BINARY; /* not our program */
+    free(bin);
+    if (err != CL_SUCCESS || bst != CL_SUCCESS) {
+        /* The driver refused it (another driver build, a damaged binary that passed
+           the checksum): compile from source, which replaces the file. */
+        if (prog) clReleaseProgram(prog);
+        cln_disk_count_refused();
+        return 0;
+    }
+    e->program = prog;
+    return 1;
+}
+
+/* Memory cache miss: the disk cache, else the source (and then into the disk cache). */
+static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *src, size_t len)
+{
+    uint64_t src_hash = cln_hash64(src, len, 0);
+    if (cln_build_from_disk(e, p, src_hash, len)) return CLNORM_SUCCESS;
     cl_int err;
     cl_program prog = clCreateProgramWithSource(e->ctx, 1, &src, &len, &err);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateProgramWithSource");
@@ -94,6 +145,12 @@ static clnorm_status cln_build(cln_prog *e, const char *src, size_t len)
         return st;
     }
     e->program = prog;
+    /* Read right after the build: NVIDIA gives PTX, Rusticl its IR. See
+       cln_disk_wants_binaries for the devices where reading costs more than it saves. */
+    size_t n = 0;
+    unsigned char *bin = cln_disk_wants_binaries(p) ? cln_binary_of(prog, &n) : NULL;
+    if (bin) cln_disk_store(p, e->options, src_hash, len, bin, n);
+    free(bin);
     return CLNORM_SUCCESS;
 }
 
@@ -122,9 +179,10 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     cln_build_options(p, dtype, path, options, sizeof options);
 
     pthread_mutex_lock(&cln_cache_lock);
-    st = cln_source_locked(&src, &len, &owned);
+    uint64_t src_hash = 0;
+    st = cln_source_locked(&src, &len, &src_hash, &owned);
     if (st) { pthread_mutex_unlock(&cln_cache_lock); return st; }
-    uint64_t key = cln_hash64(options, strlen(options), cln_hash64(src, len, 0));
+    uint64_t key = cln_hash64(options, strlen(options), src_hash);
     for (;;) {
         cln_prog *e = cln_progs;
         for (; e; e = e->next)
@@ -156,7 +214,7 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     cln_progs = e;
     pthread_mutex_unlock(&cln_cache_lock);
 
-    st = cln_build(e, src, len);
+    st = cln_build(e, p, src, len);
     if (owned) free(src);
 
     pthread_mutex_lock(&cln_cache_lock);

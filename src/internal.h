@@ -53,6 +53,9 @@ typedef struct cln_profile {
     cl_uint vec;            /* CLN_VEC of the streaming loops: 1 on GPUs, the preferred
                                float vector width (up to 16) on CPUs */
     cln_path best_path;     /* fastest path the device has */
+    unsigned loop_limit;    /* most trips one loop of a work-item may make, 0: no limit
+                               (Mesa llvmpipe stops a shader after 65535 loop trips
+                               counted over its SIMD lanes and loops) */
 } cln_profile;
 
 /* Returns the cached profile of dev (probing it on first use). Thread-safe. */
@@ -91,7 +94,7 @@ CLN_HIDDEN const char *cln_variant_name(cln_variant v);
 typedef enum cln_kernel_id {
     CLN_K_RMS, CLN_K_RMS_REG, CLN_K_ADD_RMS, CLN_K_ADD_RMS_REG, CLN_K_SPLIT_SS,
     CLN_K_SPLIT_RMS, CLN_K_SM3, CLN_K_SMO, CLN_K_SM_REG, CLN_K_STATS, CLN_K_SPLIT_STATS,
-    CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_COUNT
+    CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUMEXP, CLN_K_COUNT
 } cln_kernel_id;
 CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 
@@ -115,7 +118,7 @@ typedef struct cln_plan {
     cln_variant variant;
     cln_path path;        /* program compiled for; the kernel falls back to local
                              trees at run time where (wg, team) do not suit it */
-    cln_kernel_id k1, k2; /* stage kernels; k2 == CLN_K_COUNT when there is one */
+    cln_kernel_id k1, k2, k3; /* stage kernels; CLN_K_COUNT where a stage is absent */
     int online;           /* register variant of softmax: online (1) or three-pass (0) */
     size_t wg;            /* work-group size */
     size_t team;          /* work-items per row; divides wg (== wg for split) */
@@ -188,5 +191,82 @@ CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t
 /* Bytes from a checked view's first element to its last. */
 CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
                                  size_t esize);
+
+/* ---- diskcache.c: the on-disk cache (program binaries, tuning tables) ------------
+   Folder: $CLNORM_CACHE_DIR ("off" disables it), else $XDG_CACHE_HOME/clnorm, else
+   ~/.cache/clnorm. Nothing here fails a call or records an error: a missing, damaged,
+   foreign or stale file is "not cached", an unusable folder means memory only. */
+#define CLN_DISK_FORMAT 1
+enum { CLN_DISK_OK = 0, CLN_DISK_ABSENT = 1, CLN_DISK_BAD = 2, CLN_DISK_OFF = 3 };
+/* The folder into buf; with create, makes it (0700) and checks it is writable.
+   CLN_DISK_OFF when disabled or no home, CLN_DISK_BAD when unusable. */
+CLN_HIDDEN int cln_disk_dir(char *buf, size_t len, int create);
+/* Full key text of a file: kind ("program", "tuning"), format, library version,
+   platform name and version, device name and vendor, driver version, options and
+   the source's hash and length. */
+CLN_HIDDEN void cln_disk_key(const cln_profile *p, const char *kind, const char *options,
+                             uint64_t src_hash, size_t src_len, char *buf, size_t len);
+/* File name of a slot: "prog-<hash>.bin" / "tune-<hash>.bin", hashed from kind,
+   library version, platform name, device name and options. */
+CLN_HIDDEN void cln_disk_name(const cln_profile *p, const char *kind, const char *options,
+                              char *buf, size_t len);
+/* Reads path and returns its payload (malloc'd) if the file is whole and holds
+   exactly key. CLN_DISK_ABSENT when there is no file, CLN_DISK_BAD otherwise. */
+CLN_HIDDEN int cln_disk_read(const char *path, const char *key, unsigned char **data,
+                             size_t *len);
+/* Checks a file's header and checksum whatever its key; returns the key (malloc'd,
+   NUL-terminated, may be NULL to skip) and payload length. For tools. */
+CLN_HIDDEN int cln_disk_inspect(const char *path, char **key, size_t *data_len);
+/* Writes dir/name atomically (temporary file, then rename). */
+CLN_HIDDEN int cln_disk_write(const char *dir, const char *name, const char *key,
+                              const void *data, size_t len);
+/* The program binary of (device, options, source), and its store. */
+CLN_HIDDEN int cln_disk_load(const cln_profile *p, const char *options, uint64_t src_hash,
+                             size_t src_len, unsigned char **bin, size_t *len);
+CLN_HIDDEN int cln_disk_store(const cln_profile *p, const char *options, uint64_t src_hash,
+                              size_t src_len, const unsigned char *bin, size_t len);
+/* 0 where reading a program's binary costs more than the build it saves: PoCL
+   (3.1, measured) compiles every kernel for dynamic work-group sizes when
+   asked for binaries (84 s for clnorm's program on a 2-core CPU), and its own
+   kernel cache (POCL_CACHE_DIR) already keeps builds across processes. */
+CLN_HIDDEN int cln_disk_wants_binaries(const cln_profile *p);
+/* Process-wide counters, for tests and tools. */
+typedef struct cln_disk_stats {
+    unsigned long hits, misses, rejected; /* loads: valid, no file, damaged/stale file */
+    unsigned long refused;                /* valid files the driver would not build */
+    unsigned long stores, store_failures;
+} cln_disk_stats;
+CLN_HIDDEN void cln_disk_stats_get(cln_disk_stats *s);
+CLN_HIDDEN void cln_disk_count_refused(void);
+
+/* ---- tuning.c: measured plans per device ------------------------------------------
+   `clnorm tune` stores the fastest plan per (op, dtype, column bucket) in the cache
+   folder; cln_prepare applies it unless CLNORM_TUNING=off or a CLNORM_WORK_GROUP,
+   CLNORM_ROW_THREADS, CLNORM_VARIANT or CLNORM_SPLIT setting forces a shape. */
+typedef struct cln_tune_entry {
+    cln_op op;            /* as asked; CLN_OP_SOFTMAX_AUTO picks the algorithm */
+    clnorm_dtype dtype;
+    size_t cols, rows;    /* the shape measured */
+    cln_op algo;          /* resolved operation (== op except for AUTO) */
+    cln_variant variant;
+    cln_path path;
+    size_t wg, team, slices; /* slices: split only, else 0 */
+    double best_us, builtin_us;
+} cln_tune_entry;
+/* The device's tuning file: path and key text. */
+CLN_HIDDEN int cln_tuning_file(const cln_profile *p, char *path, size_t len, char *key,
+                               size_t klen);
+/* Reads and checks the device's table (entries malloc'd). CLN_DISK_* status. */
+CLN_HIDDEN int cln_tuning_read(const cln_profile *p, cln_tune_entry **e, size_t *n);
+/* Writes the table (creating the folder); CLN_DISK_* status. */
+CLN_HIDDEN int cln_tuning_write(const cln_profile *p, const cln_tune_entry *e, size_t n);
+/* Text of one entry, as the file and `clnorm tune --show` hold it. */
+CLN_HIDDEN void cln_tuning_line(const cln_tune_entry *e, char *buf, size_t len);
+/* Forces the table's plan for (op, dtype, cols) into lim (and resolves a softmax AUTO
+   op) when an entry fits and the plan it gives is valid; returns 1 if applied. */
+CLN_HIDDEN int cln_tuning_apply(const cln_profile *p, cln_op *op, clnorm_dtype dtype,
+                                size_t rows, size_t cols, cln_limits *lim);
+/* Forgets the tables read so far (tests, `clnorm tune`). */
+CLN_HIDDEN void cln_tuning_reset(void);
 
 #endif

@@ -58,7 +58,7 @@ static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_eve
 
 /* Sets the arguments of kernel kid, in the order of its declaration in cl/. */
 static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
-                                  const cln_plan *pl, cl_mem part)
+                                  const cln_plan *pl, cl_mem part, cl_mem maxima)
 {
     clnorm_status st = CLNORM_SUCCESS;
     cl_uint i = 0;
@@ -100,6 +100,12 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     case CLN_K_SPLIT_STATS:
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
+    case CLN_K_SPLIT_MAX:
+        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(maxima);
+        break;
+    case CLN_K_SPLIT_SUMEXP:
+        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(maxima); CLN_ARG(part);
+        break;
     case CLN_K_SPLIT_RMS:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
@@ -121,7 +127,7 @@ fail:
    allows fewer work-items than the device (registers, local memory). */
 static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
                                  clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *pl,
-                                 cln_kernel_lease lease[2])
+                                 cln_kernel_lease lease[3])
 {
     const cln_profile *prof;
     cln_limits lim;
@@ -129,18 +135,22 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     clnorm_status st = cln_limits_from_env(&lim);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
+    /* The device's tuning table, if any, forces its measured shape (not over the
+       environment's); it may resolve softmax AUTO. */
+    cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
     for (int attempt = 0; attempt < 3; attempt++) {
         st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why);
         if (st) return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
                                 cln_dtype_name(dtype), prof->device_name, why);
         size_t kmax = (size_t)-1;
-        int n = pl->k2 == CLN_K_COUNT ? 1 : 2;
+        cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
+        int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
         for (int j = 0; j < n; j++) {
-            cln_kernel_id kid = j ? pl->k2 : pl->k1;
+            cln_kernel_id kid = kids[j];
             size_t m = 0;
             st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kid, &lease[j]);
             if (st) {
-                if (j) cln_kernel_return(&lease[0]);
+                for (int i = 0; i < j; i++) cln_kernel_return(&lease[i]);
                 return st;
             }
             cl_int err = clGetKernelWorkGroupInfo(lease[j].kernel, dev, CL_KERNEL_WORK_GROUP_SIZE,
@@ -164,49 +174,55 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
                     cols, prof->device_name, pl->wg, lim.max_wg);
 }
 
-/* Plans and enqueues one validated operation. A split plan enqueues two kernels,
-   the second waiting on the first, and hands out the second's event. */
+/* Plans and enqueues one validated operation. A split plan enqueues two or three
+   kernels, each waiting on the one before (the queue may be out of order), and
+   hands out the last one's event. */
 static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
                              clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event)
 {
     cln_plan pl;
-    cln_kernel_lease lease[2] = {{0}, {0}};
-    cl_mem part = NULL;
-    cl_event first = NULL;
+    cln_kernel_lease lease[3] = {{0}, {0}, {0}};
+    cl_mem part = NULL, maxima = NULL;
+    cl_event prev = NULL;
+    cl_int err;
     clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease);
     if (st) return st;
-    size_t local = pl.wg, global = pl.groups * pl.wg;
-    if (pl.k2 == CLN_K_COUNT) {
-        if ((st = cln_set_args(lease[0].kernel, pl.k1, a, &pl, NULL))) goto fail;
-        CLN_CHECK_CL(clEnqueueNDRangeKernel(q, lease[0].kernel, 1, NULL, &global, &local,
-                                            num_wait, wait_list, event),
-                     "clEnqueueNDRangeKernel(stage one)");
-        goto fail; /* done: return the leases */
+    cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
+    int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
+    if (n > 1) {
+        part = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * 2 * sizeof(float), NULL, &err);
+        CLN_CHECK_CL(err, "clCreateBuffer(split partials)");
+        if (n == 3) {
+            maxima = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * sizeof(float), NULL, &err);
+            CLN_CHECK_CL(err, "clCreateBuffer(split maxima)");
+        }
     }
-    cl_int err;
-    part = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * 2 * sizeof(float), NULL, &err);
-    CLN_CHECK_CL(err, "clCreateBuffer(split partials)");
-    if ((st = cln_set_args(lease[0].kernel, pl.k1, a, &pl, part)) ||
-        (st = cln_set_args(lease[1].kernel, pl.k2, a, &pl, part)))
-        goto fail;
-    CLN_CHECK_CL(clEnqueueNDRangeKernel(q, lease[0].kernel, 1, NULL, &global, &local, num_wait,
-                                        wait_list, &first),
-                 "clEnqueueNDRangeKernel(split stage one)");
-    /* The statistics' second stage runs one work-group per row. */
-    if (pl.k2 == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
-    err = clEnqueueNDRangeKernel(q, lease[1].kernel, 1, NULL, &global, &local, 1, &first, event);
-    if (err != CL_SUCCESS) {
-        /* Stage one is already enqueued and cannot be withdrawn: let it finish so no
-           work of this call is left behind. */
-        clWaitForEvents(1, &first);
-        st = cln_cl_fail(err, "clEnqueueNDRangeKernel(split stage two)");
+    for (int j = 0; j < n; j++)
+        if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part, maxima))) goto fail;
+    for (int j = 0; j < n; j++) {
+        size_t local = pl.wg, global = pl.groups * pl.wg;
+        /* The statistics' last stage runs one work-group per row. */
+        if (kids[j] == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
+        cl_event done = NULL;
+        err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
+                                     j ? 1 : num_wait, j ? &prev : wait_list,
+                                     j + 1 < n ? &done : event);
+        if (err != CL_SUCCESS) {
+            /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
+               no work of this call is left behind. */
+            if (prev) clWaitForEvents(1, &prev);
+            st = cln_cl_fail(err, "clEnqueueNDRangeKernel(%s)", cln_kernel_name(kids[j]));
+            goto fail;
+        }
+        if (prev) clReleaseEvent(prev);
+        prev = done;
     }
 fail:
-    if (first) clReleaseEvent(first);
+    if (prev) clReleaseEvent(prev);
     if (part) clReleaseMemObject(part); /* freed once the kernels using it are done */
-    cln_kernel_return(&lease[0]);
-    cln_kernel_return(&lease[1]);
+    if (maxima) clReleaseMemObject(maxima);
+    for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
     return st;
 }
 

@@ -38,7 +38,7 @@ const char *cln_kernel_name(cln_kernel_id k)
         "clnorm_add_rmsnorm_reg", "clnorm_split_ss", "clnorm_split_rmsnorm",
         "clnorm_softmax_3pass", "clnorm_softmax_online", "clnorm_softmax_reg",
         "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
-        "clnorm_split_stats_final"};
+        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp"};
     return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
@@ -130,7 +130,7 @@ static size_t cln_local_floats(cln_op op, cln_variant v)
 
 static void cln_kernels(cln_plan *pl)
 {
-    pl->k2 = CLN_K_COUNT;
+    pl->k2 = pl->k3 = CLN_K_COUNT;
     switch (pl->op) {
     case CLN_OP_RMSNORM:
         pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
@@ -141,7 +141,12 @@ static void cln_kernels(cln_plan *pl)
         pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
         break;
     case CLN_OP_SOFTMAX_3PASS:
-        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG : CLN_K_SM3;
+        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SM3;
+        if (pl->variant == CLN_VAR_SPLIT) {
+            pl->k2 = CLN_K_SPLIT_SUMEXP;
+            pl->k3 = CLN_K_SPLIT_SM;
+        }
         break;
     case CLN_OP_SOFTMAX_ONLINE:
     case CLN_OP_SOFTMAX_AUTO:
@@ -159,8 +164,7 @@ static void cln_kernels(cln_plan *pl)
 static int cln_has_variant(cln_op op, cln_variant v)
 {
     if (v == CLN_VAR_REG) return op != CLN_OP_STATS;
-    if (v == CLN_VAR_SPLIT)
-        return op == CLN_OP_RMSNORM || op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS;
+    if (v == CLN_VAR_SPLIT) return op != CLN_OP_ADD_RMSNORM;
     return 1;
 }
 
@@ -296,6 +300,30 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
                  "%zu", team, wg);
         return CLNORM_INVALID_ARGUMENT;
     }
+    /* A device with a loop-trip limit: widen the team, then split the row, so that
+       no work-item loop runs longer than the limit. */
+    size_t vec = p->vec ? p->vec : 1;
+    if (p->loop_limit && var != CLN_VAR_SPLIT && !lim->force_wg && !lim->force_team) {
+        while (cln_div_up(cols, team * vec) > p->loop_limit && team * 2 <= max_wg) team *= 2;
+        if (wg < team) wg = team;
+        wg = wg / team * team;
+        if (cln_div_up(cols, team * vec) > p->loop_limit) {
+            if (!cln_has_variant(op, CLN_VAR_SPLIT)) {
+                snprintf(why, why_len, "rows of %zu columns exceed what device \"%s\" can loop "
+                         "over (%u trips per work-item)", cols, p->device_name, p->loop_limit);
+                return CLNORM_UNSUPPORTED;
+            }
+            var = CLN_VAR_SPLIT;
+            wg = team = cln_pow2_floor(max_wg);
+        }
+    }
+    if (p->loop_limit && var != CLN_VAR_SPLIT && (lim->force_wg || lim->force_team) &&
+        cln_div_up(cols, team * vec) > p->loop_limit) {
+        snprintf(why, why_len, "with %zu work-items per row, rows of %zu columns exceed what "
+                 "device \"%s\" can loop over (%u trips per work-item)", team, cols,
+                 p->device_name, p->loop_limit);
+        return CLNORM_UNSUPPORTED;
+    }
     /* A forced shape whose row does not fit the registers streams instead. */
     if (var == CLN_VAR_REG && team * CLN_REG_K < cols) var = CLN_VAR_STREAM;
 
@@ -311,6 +339,10 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
             if (slices > most) slices = most;
         }
         if (slices < 1) slices = 1;
+        if (p->loop_limit) {
+            size_t need = cln_div_up(cols, wg * vec * p->loop_limit);
+            if (slices < need) slices = need;
+        }
         if (slices > cols) slices = cols;
         size_t len = cln_div_up(cols, slices);
         out->slice_len = cln_div_up(len, wg) * wg;

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Runs the bench grid with clnorm and its peers on the same hardware, in one run,
+and writes a table of GB/s and ratios (markdown) and a PNG plot.
+
+Peers: PyTorch eager (CUDA when --torch-device cuda, else CPU), numpy (CPU), the
+scalar C loop and memcpy (`clnorm bench --impl scalar|memcpy`). Every peer is
+optional: a missing package is reported and skipped. Nothing here is needed to
+build or test clnorm.
+
+  tools/compare.py --clnorm build/tools/clnorm --device nvidia --torch-device cuda
+  tools/compare.py --clnorm build/tools/clnorm --device pocl --quick --numpy --scalar
+"""
+import argparse, json, os, subprocess, sys, time
+
+GRID = [("softmax", 4096, 128, 1), ("softmax", 16384, 1024, 0), ("softmax", 4096, 4096, 1),
+        ("softmax", 1024, 32768, 0), ("softmax", 64, 128256, 1), ("softmax", 8, 262144, 1),
+        ("softmax", 1, 1048576, 1), ("softmax", 32768, 8192, 0), ("rmsnorm", 1, 4096, 1),
+        ("rmsnorm", 64, 8192, 1), ("rmsnorm", 4096, 4096, 1), ("rmsnorm", 16384, 8192, 0),
+        ("rmsnorm", 8192, 16384, 0), ("rmsnorm", 65536, 1024, 1)]
+ES = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+def op_bytes(op, rows, cols, es):
+    n = rows * cols * es
+    return 2 * n + (cols * es if op == "rmsnorm" else 0)
+
+
+def run_clnorm(exe, args):
+    out = subprocess.run([exe, "bench", "--json", "-"] + args, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out[out.index('{"impl"'):])
+
+
+def bench_torch(dev, dtype, quick, repeats):
+    import torch
+    import torch.nn.functional as F
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    res = []
+    for op, rows, cols, q in GRID:
+        if quick and not q:
+            continue
+        nbytes = rows * cols * ES[dtype]
+        nin = max(2, min(16, (512 << 20) // nbytes)) if dev == "cuda" else 2
+        xs = [(torch.rand(rows, cols, device=dev) * 8 - 4 + (torch.arange(rows, device=dev) % 7)[:, None]).to(tdt)
+              for _ in range(nin)]
+        w = torch.rand(cols, device=dev).to(tdt)
+        def f(x):
+            if op == "softmax":
+                return torch.softmax(x, dim=-1)
+            if hasattr(F, "rms_norm"):
+                return F.rms_norm(x, (cols,), w, 1e-6)
+            return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(tdt) * w
+        f(xs[0])
+        times = []
+        for i in range(repeats):
+            x = xs[i % nin]
+            if dev == "cuda":
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize(); s.record(); f(x); e.record(); torch.cuda.synchronize()
+                times.append(s.elapsed_time(e) * 1e-3)
+            else:
+                t0 = time.perf_counter(); f(x); times.append(time.perf_counter() - t0)
+        times.sort()
+        t = times[len(times) // 2]
+        res.append({"op": op, "dtype": dtype, "rows": rows, "cols": cols, "ms": t * 1e3,
+                    "gbps": op_bytes(op, rows, cols, ES[dtype]) / t * 1e-9})
+    return res
+
+
+def bench_numpy(quick, repeats):
+    import numpy as np
+    res = []
+    rng = np.random.default_rng(1)
+    for op, rows, cols, q in GRID:
+        if quick and not q:
+            continue
+        x = (rng.random((rows, cols), dtype=np.float32) * 8 - 4)
+        w = rng.random(cols, dtype=np.float32)
+        def f(x):
+            if op == "softmax":
+                e = np.exp(x - x.max(axis=-1, keepdims=True))
+                return e / e.sum(axis=-1, keepdims=True)
+            return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
+        f(x)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter(); f(x); times.append(time.perf_counter() - t0)
+        times.sort()
+        t = times[len(times) // 2]
+        res.append({"op": op, "dtype": "f32", "rows": rows, "cols": cols, "ms": t * 1e3,
+                    "gbps": op_bytes(op, rows, cols, 4) / t * 1e-9})
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clnorm", default="build/tools/clnorm")
+    ap.add_argument("--device", action="append", default=[], help="clnorm device spec (repeatable)")
+    ap.add_argument("--torch-device", choices=["cuda", "cpu", "none"], default="none")
+    ap.add_argument("--dtype", default="f32", help="f32, f16, bf16 or a comma list")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--numpy", action="store_true")
+    ap.add_argument("--scalar", action="store_true", help="also the scalar C loop and memcpy")
+    ap.add_argument("--repeats", type=int, default=0)
+    ap.add_argument("--out", default="compare", help="prefix of the .md, .json and .png written")
+    a = ap.parse_args()
+    dtypes = a.dtype.split(",")
+    rep = a.repeats or (20 if a.torch_device == "cuda" else 5)
+    impls, copy = {}, {}
+    env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
+    for spec in a.device or [None]:
+        for dt in dtypes:
+            args = ["--dtype", dt, "--repeats", str(rep)] + (["--quick"] if a.quick else [])
+            if spec:
+                args += ["--device", spec]
+            print("clnorm", spec or "default", dt, file=sys.stderr, flush=True)
+            j = run_clnorm(a.clnorm, args)
+            name = "clnorm " + j["device"]
+            impls.setdefault(name, []).extend(j["results"])
+            copy[name] = j["copy_gbps"]
+    if a.scalar:
+        for impl in ("scalar", "memcpy"):
+            j = run_clnorm(a.clnorm, ["--impl", impl, "--repeats", "3"] + (["--quick"] if a.quick else []))
+            impls[impl] = j["results"]
+    if a.torch_device != "none":
+        try:
+            for dt in dtypes:
+                impls.setdefault("torch " + a.torch_device, []).extend(bench_torch(a.torch_device, dt, a.quick, rep))
+        except ImportError as e:
+            print("torch skipped:", e, file=sys.stderr)
+    if a.numpy:
+        try:
+            impls["numpy"] = bench_numpy(a.quick, 3)
+        except ImportError as e:
+            print("numpy skipped:", e, file=sys.stderr)
+    keys = sorted({(r["op"], r["dtype"], r["rows"], r["cols"]) for rs in impls.values() for r in rs},
+                  key=lambda k: (k[0], k[1], k[2] * k[3], k[3]))
+    table = {name: {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in rs} for name, rs in impls.items()}
+    names = list(impls)
+    lines = ["| op | dtype | shape | " + " | ".join(f"{n} GB/s" for n in names) + " | " +
+             " | ".join(f"{names[0]} / {n}" for n in names[1:]) + " |",
+             "|" + "---|" * (3 + 2 * len(names) - 1)]
+    for k in keys:
+        base = table[names[0]].get(k)
+        cells = [f"{table[n][k]['gbps']:.1f}" if k in table[n] else "" for n in names]
+        ratios = [f"{base['gbps'] / table[n][k]['gbps']:.2f}x" if base and k in table[n] else ""
+                  for n in names[1:]]
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]}x{k[3]} | " + " | ".join(cells + ratios) + " |")
+    for n, c in copy.items():
+        lines.append(f"\n{n}: device buffer copy {c:.1f} GB/s (read + write)")
+    md = "\n".join(lines) + "\n"
+    print(md)
+    with open(a.out + ".md", "w") as f:
+        f.write(md)
+    with open(a.out + ".json", "w") as f:
+        json.dump({"impls": impls, "copy_gbps": copy}, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(max(8, len(keys) * 0.7), 5))
+        width = 0.8 / len(names)
+        for i, n in enumerate(names):
+            ax.bar([j + i * width for j in range(len(keys))],
+                   [table[n][k]["gbps"] if k in table[n] else 0 for k in keys], width, label=n)
+        for n, c in copy.items():
+            ax.axhline(c, linestyle="--", linewidth=1, color="gray")
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+        ax.set_xticklabels([f"{k[0]}\n{k[1]} {k[2]}x{k[3]}" for k in keys], rotation=60, fontsize=7)
+        ax.set_ylabel("GB/s (read + write)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(a.out + ".png", dpi=110)
+    except ImportError as e:
+        print("plot skipped:", e, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
