@@ -17,8 +17,8 @@ static const command commands[] = {
     {"run", cmd_run, "run every operation on random data: check it and time it"},
     /* Placeholders: these come in later issues. Put the function in the table. */
     {"bench", cmd_bench, "benchmark a sweep of shapes against copy bandwidth"},
-    {"tune", NULL, "search work-group sizes and store a tuning table"},
-    {"cache", NULL, "inspect or clear the on-disk program cache"},
+    {"tune", cmd_tune, "time candidate plans and store the fastest for the device"},
+    {"cache", cmd_cache, "list, verify or clear the on-disk program cache"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -13,40 +13,47 @@ static const char devices_usage[] =
     "device: type, compute units, max work-group size, local memory, sub-group support\n"
     "(cl_khr_subgroups, or NVIDIA warp shuffles with compute capability and warp\n"
     "size) as probed, the reduction path clnorm uses, and the plans (f32) it picks for\n"
-    "a few shapes under the current CLNORM_* environment. '*' marks the device that a\n"
-    "NULL spec picks (CLNORM_DEVICE, else the first GPU, else the first device).\n";
+    "a few shapes under the current CLNORM_* environment: algorithm (softmax AUTO's\n"
+    "choice), variant (stream, reg: row held in registers, split: several work-groups\n"
+    "per row), work-group size, work-items per row, rows per work-group, work-groups\n"
+    "per row, work-groups, local memory bytes. '*' marks the device that a NULL spec\n"
+    "picks (CLNORM_DEVICE, else the first GPU, else the first device).\n";
 
-/* Shapes that show the plan's range: short rows, square, few long rows. */
+/* Shapes that show the plan's range: square, short rows, few long rows. Softmax is
+   asked with AUTO, as callers mostly do; the table shows what it resolved to. */
 static const struct { cln_op op; size_t rows, cols; } plan_shapes[] = {
-    {CLN_OP_RMSNORM, 4096, 4096},
-    {CLN_OP_SOFTMAX_3PASS, 4096, 128},    {CLN_OP_SOFTMAX_ONLINE, 4096, 128},
-    {CLN_OP_SOFTMAX_3PASS, 4096, 4096},   {CLN_OP_SOFTMAX_ONLINE, 4096, 4096},
-    {CLN_OP_SOFTMAX_3PASS, 8, 262144},    {CLN_OP_SOFTMAX_ONLINE, 8, 262144},
+    {CLN_OP_RMSNORM, 4096, 4096},       {CLN_OP_SOFTMAX_AUTO, 4096, 128},
+    {CLN_OP_SOFTMAX_AUTO, 4096, 4096},  {CLN_OP_SOFTMAX_AUTO, 8, 262144},
+    {CLN_OP_STATS, 8, 262144},
 };
 
 static void print_plans(const cln_profile *p, const cln_limits *lim)
 {
-    printf("      %-15s %-12s %-10s %5s %5s %7s %7s %7s\n", "plan (f32)", "rows x cols",
-           "path", "wg", "team", "rows/wg", "groups", "local");
+    printf("      %-14s %-11s %-14s %-7s %-10s %5s %5s %7s %6s %6s %6s\n", "plan (f32)",
+           "rows x cols", "algorithm", "variant", "path", "wg", "team", "rows/wg", "slices",
+           "groups", "local");
     char last_why[256] = "";
     for (size_t i = 0; i < sizeof plan_shapes / sizeof plan_shapes[0]; i++) {
         char shape[32], why[256] = "";
         cln_plan pl;
+        cln_op op = plan_shapes[i].op;
+        const char *name = op == CLN_OP_SOFTMAX_AUTO ? "softmax" : cln_op_name(op);
         snprintf(shape, sizeof shape, "%zux%zu", plan_shapes[i].rows, plan_shapes[i].cols);
-        clnorm_status st = cln_plan_make(p, lim, plan_shapes[i].op, CLNORM_F32,
-                                         plan_shapes[i].rows, plan_shapes[i].cols, &pl, why,
-                                         sizeof why);
+        clnorm_status st = cln_plan_make(p, lim, op, CLNORM_F32, plan_shapes[i].rows,
+                                         plan_shapes[i].cols, &pl, why, sizeof why);
         if (st) {
             /* A forced setting fails every shape alike: say why once. */
             int again = !strcmp(why, last_why);
-            printf("      %-15s %-12s %s: %s\n", cln_op_name(plan_shapes[i].op), shape,
-                   clnorm_status_string(st), again ? "(as above)" : why);
+            printf("      %-14s %-11s %s: %s\n", name, shape, clnorm_status_string(st),
+                   again ? "(as above)" : why);
             snprintf(last_why, sizeof last_why, "%s", why);
             continue;
         }
-        printf("      %-15s %-12s %-10s %5zu %5zu %7zu %7zu %7zu\n",
-               cln_op_name(plan_shapes[i].op), shape, cln_path_name(pl.path), pl.wg, pl.team,
-               pl.rows_per_wg, pl.groups, pl.local_bytes);
+        printf("      %-14s %-11s %-14s %-7s %-10s %5zu %5zu %7zu %6zu %6zu %6zu\n", name,
+               shape, op == CLN_OP_SOFTMAX_AUTO ? cln_op_name(pl.op) : "-",
+               cln_variant_name(pl.variant), cln_path_name(pl.path), pl.wg, pl.team,
+               pl.rows_per_wg, pl.variant == CLN_VAR_SPLIT ? pl.slices : (size_t)1, pl.groups,
+               pl.local_bytes);
     }
 }
 
@@ -72,9 +79,9 @@ static void print_device(const cln_device_ref *r, int is_default, const cln_limi
            is_default ? "  (default)" : "");
     printf("      vendor %s, driver %s\n", p->device_vendor, p->driver_version);
     printf("      type %s, %u compute units, max work-group %zu, local memory %llu KiB, "
-           "preferred multiple %zu\n",
+           "preferred multiple %zu, vector width %u\n",
            tool_type_name(p->type, type, sizeof type), p->compute_units, p->max_wg,
-           (unsigned long long)(p->local_mem / 1024), p->pref_multiple);
+           (unsigned long long)(p->local_mem / 1024), p->pref_multiple, p->vec);
     if (p->has_subgroups)
         printf("      sub-groups: yes (cl_khr_subgroups%s%s)\n", *p->subgroup_std ? ", " : "",
                p->subgroup_std);

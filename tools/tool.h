@@ -14,6 +14,8 @@ enum { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2 };
 int cmd_devices(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 /* host_dtype.c: float <-> storage conversions, round to nearest even. */
 uint16_t tool_f32_to_f16(float f);
