@@ -236,3 +236,8 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 #ifndef CLN_REG_K
 #define CLN_REG_K 32
 #endif
+/* RMSNorm's register forms hold fewer: with 32 NVIDIA spilled around the rarely
+   taken rescaling path. Keep in step with CLN_RMS_REG_K in src/internal.h. */
+#ifndef CLN_RMS_REG_K
+#define CLN_RMS_REG_K 16
+#endif

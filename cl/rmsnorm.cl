@@ -147,16 +147,16 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 /* Register form: the row (or h) is read once into v[], everything else works there. */
 #define CLN_RMS_REG_TAIL()                                                           \
     float ss = 0.0f;                                                                 \
-    _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) ss = fma(v[i], v[i], ss); \
+    _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ss = fma(v[i], v[i], ss); \
     ss = cln_sum(ss, scratch, lid, lane, team);                                      \
     float scale = 1.0f;                                                              \
     bool need = active && cln_rms_needs_rescale(ss, eps);                            \
     if (cln_any(need, &flag, team)) {                                                \
         float ma = 0.0f, s2 = 0.0f;                                                  \
-        _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) ma = fmax(ma, fabs(v[i])); \
+        _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ma = fmax(ma, fabs(v[i])); \
         ma = cln_max(ma, scratch, lid, lane, team);                                  \
         if (need) scale = cln_rms_scale(ma);                                         \
-        _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) {                     \
+        _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                     \
             float t = v[i] * scale;                                                  \
             s2 = fma(t, t, s2);                                                      \
         }                                                                            \
@@ -167,7 +167,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     float sc, rs;                                                                    \
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
     __global cln_t *yr = y + yoff + row * yld;                                       \
-    _Pragma("unroll") for (uint i = 0; i < CLN_REG_K; i++) {                         \
+    _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                         \
         ulong c = (ulong)i * team + lane;                                            \
         if (c < cols) {                                                              \
             float o = (v[i] * sc) * rs;                                              \
@@ -186,9 +186,9 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_ROW_SETUP();
     if (lid == 0) flag = 0;
     __global const cln_t *xr = x + xoff + row * xld;
-    float v[CLN_REG_K];
+    float v[CLN_RMS_REG_K];
 #pragma unroll
-    for (uint i = 0; i < CLN_REG_K; i++) {
+    for (uint i = 0; i < CLN_RMS_REG_K; i++) {
         ulong c = (ulong)i * team + lane;
         v[i] = active && c < cols ? CLN_LOAD(xr, c) : 0.0f;
     }
@@ -207,9 +207,9 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     if (lid == 0) flag = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     __global cln_t *rr = res + roff + row * rld;
-    float v[CLN_REG_K];
+    float v[CLN_RMS_REG_K];
 #pragma unroll
-    for (uint i = 0; i < CLN_REG_K; i++) {
+    for (uint i = 0; i < CLN_RMS_REG_K; i++) {
         ulong c = (ulong)i * team + lane;
         v[i] = 0.0f;
         if (active && c < cols) {

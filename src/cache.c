@@ -52,6 +52,10 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
              path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");
+    /* Extra options for experiments; they are part of the key like the rest. */
+    const char *extra = getenv("CLNORM_BUILD_OPTIONS");
+    size_t used = strlen(buf);
+    if (extra && *extra && used + 1 < len) snprintf(buf + used, len - used, " %s", extra);
 }
 
 /* The embedded source is assembled once; a kernel folder is re-read at every build so
@@ -145,6 +149,18 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
         return st;
     }
     e->program = prog;
+    /* CLNORM_BUILD_LOG=1 shows what the compiler said (with CLNORM_BUILD_OPTIONS such
+       as -cl-nv-verbose: registers and spills per kernel). */
+    const char *show = getenv("CLNORM_BUILD_LOG");
+    if (show && *show && strcmp(show, "0") != 0) {
+        size_t log_len = 0;
+        char *log = NULL;
+        clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
+        if (log_len && (log = calloc(1, log_len + 1)) != NULL)
+            clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, log_len, log, NULL);
+        fprintf(stderr, "clnorm: built with \"%s\":\n%s\n", e->options, log ? log : "");
+        free(log);
+    }
     /* Read right after the build: NVIDIA gives PTX, Rusticl its IR. See
        cln_disk_wants_binaries for the devices where reading costs more than it saves. */
     size_t n = 0;

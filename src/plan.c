@@ -161,6 +161,13 @@ static void cln_kernels(cln_plan *pl)
     }
 }
 
+/* Elements per work-item the register form of op holds (see cl/). RMSNorm holds
+   fewer: its rarely taken rescaling path made NVIDIA spill 32. */
+static size_t cln_reg_k(cln_op op)
+{
+    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+}
+
 static int cln_has_variant(cln_op op, cln_variant v)
 {
     if (v == CLN_VAR_REG) return op != CLN_OP_STATS;
@@ -200,7 +207,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
-    size_t reg_team = cln_pow2_ceil(cln_div_up(cols, CLN_REG_K));
+    size_t reg_k = cln_reg_k(op);
+    size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
     /* On CPUs the data sits in cache between passes and exp dominates; the three-pass
        loops vectorise more cleanly than the online rescaling, so they win there. */
@@ -250,7 +258,9 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         while (team > 1 && team > chunks) team /= 2;
         while (team * rpw > max_wg && rpw > 1) rpw /= 2;
         while (team * rpw > max_wg && team > 1) team /= 2;
-        if (var == CLN_VAR_REG && team * CLN_REG_K < cols) var = CLN_VAR_STREAM;
+        /* PoCL 4+ cannot run one-work-item groups with local arguments; spare rows
+           cost nothing. */
+        while (team * rpw < 8 && team * rpw * 2 <= max_wg) rpw *= 2;
         wg = team * rpw;
     } else {
         /* GPUs want about 8 elements per work-item and many rows in flight; CPUs run
@@ -325,7 +335,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         return CLNORM_UNSUPPORTED;
     }
     /* A forced shape whose row does not fit the registers streams instead. */
-    if (var == CLN_VAR_REG && team * CLN_REG_K < cols) var = CLN_VAR_STREAM;
+    if (var == CLN_VAR_REG && team * reg_k < cols) var = CLN_VAR_STREAM;
 
     out->variant = var;
     out->wg = wg;

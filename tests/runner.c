@@ -78,8 +78,10 @@ int t_check_status(const char *file, int line, const char *expr, clnorm_status g
                    clnorm_status want)
 {
     if (got == want) return 1;
+    char err[2048];   /* copied first: any clnorm call may replace it */
+    snprintf(err, sizeof err, "%s", clnorm_last_error());
     t_fail(file, line, "%s returned %s, expected %s; last error: \"%s\"", expr,
-           clnorm_status_string(got), clnorm_status_string(want), clnorm_last_error());
+           clnorm_status_string(got), clnorm_status_string(want), err);
     return 0;
 }
 

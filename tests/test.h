@@ -17,6 +17,7 @@
     X(values_softmax_online, 1)                                                        \
     X(values_softmax_auto, 1)                                                          \
     X(values_stats, 1)                                                                 \
+    X(values_lowp, 1)                                                                  \
     X(views, 1)                                                                        \
     X(events, 1)                                                                       \
     X(bad_input, 1)                                                                    \
@@ -26,6 +27,12 @@
     X(threads, 1)                                                                      \
     X(host_api, 1)                                                                     \
     X(warmup_release, 1)                                                               \
+    X(disk_cache_roundtrip, 1)                                                         \
+    X(disk_cache_damaged, 1)                                                           \
+    X(disk_cache_unusable, 1)                                                          \
+    X(disk_cache_processes, 1)                                                         \
+    X(disk_cache_invalidate, 1)                                                        \
+    X(tuning_file, 1)                                                                  \
     X(merge, 0)                                                                        \
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \
@@ -97,6 +104,8 @@ double tol_rel(clnorm_dtype dt, size_t cols);
 double tol_abs(clnorm_dtype dt);
 /* Set CLNORM_TEST_LOWP=1 to verify F16/BF16 values too (else status only). */
 int t_check_lowp(void);
+/* Set CLNORM_TEST_VERBOSE=1 to print every checked op with its timings. */
+int t_verbose(void);
 
 /* ---- Operations under test ------------------------------------------------------- */
 typedef enum top {
@@ -122,6 +131,10 @@ size_t t_compare(const char *file, int line, const char *label, const float *got
 /* Random rows: per-row offsets of up to +-1e6 and spreads so that the max subtraction
    matters; magnitudes stay where float32 sums of squares cannot overflow. */
 void gen_rows(rng *r, float *x, size_t rows, size_t cols);
+/* One row of a given kind (-1: random): near-constant rows are the hardest for float32
+   accumulation, far offsets for the max subtraction. */
+enum { ROW_FAR_OFFSET = 4, ROW_NEAR_CONSTANT = 7, ROW_KINDS = 8 };
+void gen_row(rng *r, float *x, size_t cols, int kind);
 void gen_gamma(rng *r, float *g, size_t cols);
 
 /* ---- One operation on device buffers, checked ------------------------------------ */
@@ -157,7 +170,9 @@ size_t verify_op(const op_args *a, const op_out *o);
 /* run_op + verify_op, expecting status want (for F16/BF16 a want of SUCCESS also
    accepts UNSUPPORTED). Returns the status. */
 clnorm_status check_op(const op_args *a, clnorm_status want);
-/* A random packed problem of one op: fills *a (x/gamma malloc'd into *xbuf/*gbuf). */
+/* One host-API call of op on a random problem (in place or not), checked. */
+void check_host_op(top op, clnorm_dtype dt, size_t rows, size_t cols, int inplace);
+/* A random packed problem of one op: fills *a (x and gamma malloc'd into xbuf and gbuf). */
 void make_problem(rng *r, op_args *a, top op, size_t rows, size_t cols, float **xbuf,
                   float **gbuf);
 

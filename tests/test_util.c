@@ -110,6 +110,12 @@ double tol_rel(clnorm_dtype dt, size_t cols)
 
 double tol_abs(clnorm_dtype dt) { return dt == CLNORM_F16 ? 1e-7 : 1e-30; }
 
+int t_verbose(void)
+{
+    const char *e = getenv("CLNORM_TEST_VERBOSE");
+    return e && *e && strcmp(e, "0");
+}
+
 int t_check_lowp(void)
 {
     const char *e = getenv("CLNORM_TEST_LOWP");
@@ -219,23 +225,25 @@ size_t t_compare(const char *file, int line, const char *label, const float *got
 }
 
 /* ---- random problems ----------------------------------------------------------------- */
+void gen_row(rng *r, float *x, size_t cols, int kind)
+{
+    double off, spr, sign = rng_u64(r) & 1 ? 1 : -1;
+    switch (kind >= 0 ? kind : (int)rng_below(r, ROW_KINDS)) {
+    case 0: off = 0; spr = 1; break;
+    case 1: off = rng_range(r, -1000, 1000); spr = rng_range(r, 0.5, 40); break;
+    case 2: off = sign * rng_range(r, 1000, 3000); spr = rng_range(r, 5, 30); break;
+    case 3: off = sign * rng_range(r, 1e4, 5e4); spr = 20; break;
+    case ROW_FAR_OFFSET: off = sign * rng_range(r, 5e5, 1e6); spr = 100; break;
+    case 5: off = 0; spr = 1e-3; break;
+    case 6: off = rng_range(r, -10, 10); spr = 1e3; break;
+    default: off = rng_range(r, -100, 100); spr = rng_range(r, 0, 1e-2); break; /* near constant */
+    }
+    for (size_t c = 0; c < cols; c++) x[c] = (float)(off + spr * (2 * rng_unit(r) - 1));
+}
+
 void gen_rows(rng *r, float *x, size_t rows, size_t cols)
 {
-    for (size_t i = 0; i < rows; i++) {
-        double off, spr, sign = rng_u64(r) & 1 ? 1 : -1;
-        switch (rng_below(r, 8)) {
-        case 0: off = 0; spr = 1; break;
-        case 1: off = rng_range(r, -1000, 1000); spr = rng_range(r, 0.5, 40); break;
-        case 2: off = sign * rng_range(r, 1000, 3000); spr = rng_range(r, 5, 30); break;
-        case 3: off = sign * rng_range(r, 1e4, 5e4); spr = 20; break;
-        case 4: off = sign * rng_range(r, 5e5, 1e6); spr = 100; break;
-        case 5: off = 0; spr = 1e-3; break;
-        case 6: off = rng_range(r, -10, 10); spr = 1e3; break;
-        default: off = rng_range(r, -100, 100); spr = rng_range(r, 0, 1e-2); break;
-        }
-        for (size_t c = 0; c < cols; c++)
-            x[i * cols + c] = (float)(off + spr * (2 * rng_unit(r) - 1));
-    }
+    for (size_t i = 0; i < rows; i++) gen_row(r, x + i * cols, cols, -1);
 }
 
 void gen_gamma(rng *r, float *g, size_t cols)
@@ -546,15 +554,24 @@ size_t verify_op(const op_args *a, const op_out *o)
 clnorm_status check_op(const op_args *a, clnorm_status want)
 {
     op_out o;
+    double t0 = t_now();
     clnorm_status st = run_op(a, &o);
+    double t1 = t_now();
     int lowp = a->dt != CLNORM_F32;
     if (st != want && !(lowp && want == CLNORM_SUCCESS && st == CLNORM_UNSUPPORTED)) {
-        char label[400];
+        char label[400], err[2048];
+        snprintf(err, sizeof err, "%s", clnorm_last_error());
         op_label(a, label, sizeof label);
         t_fail(__FILE__, __LINE__, "%s: returned %s, expected %s; last error: \"%s\"", label,
-               clnorm_status_string(st), clnorm_status_string(want), clnorm_last_error());
+               clnorm_status_string(st), clnorm_status_string(want), err);
     }
     if (st == CLNORM_SUCCESS && (!lowp || t_check_lowp())) verify_op(a, &o);
+    if (t_verbose()) {
+        char label[400];
+        op_label(a, label, sizeof label);
+        NOTE("%s: %s, run %.3f s, check %.3f s", label, clnorm_status_string(st), t1 - t0,
+             t_now() - t1);
+    }
     op_out_free(&o);
     return st;
 }

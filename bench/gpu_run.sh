@@ -1,0 +1,37 @@
+#!/bin/bash
+# Everything the GPU machine checks in one call: build, the suite on the NVIDIA GPU
+# and on PoCL 5 (its CPU), the bench grid, and the PyTorch comparison. Results go
+# to $OUT (the device tool's folder), or ./gpu-out when run by hand.
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
+    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export CLNORM_CACHE_DIR=/tmp/clnorm-cache
+{
+    date -u
+    clinfo -l
+    nvidia-smi --query-gpu=name,driver_version --format=csv
+    cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
+        cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
+    /tmp/gb/tools/clnorm devices
+} > "$OUT/build.log" 2>&1
+cd /tmp/gb
+ctest -L "unit|nvidia" -j4 --timeout 300 --output-on-failure > "$OUT/tests-nvidia.log" 2>&1
+ctest -L pocl -j8 --timeout 300 --output-on-failure > "$OUT/tests-pocl5.log" 2>&1
+cd - >/dev/null
+tail -4 "$OUT/tests-nvidia.log" "$OUT/tests-pocl5.log"
+if [ "${SKIP_BENCH:-}" != 1 ]; then
+    PYTHONUNBUFFERED=1 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
+        --torch-device cuda --dtype "${BENCH_DTYPES:-f32,bf16}" --out "$OUT/compare-h200" \
+        > "$OUT/compare-h200.log" 2>&1
+    tail -40 "$OUT/compare-h200.log"
+fi
+# Diagnostics for the record: registers and spills per kernel, and the RMSNorm
+# variants side by side.
+CLNORM_CACHE_DIR=off CLNORM_BUILD_LOG=1 CLNORM_BUILD_OPTIONS=-cl-nv-verbose \
+    /tmp/gb/tools/clnorm run --device nvidia --rows 256 --cols 4096 > "$OUT/nv-verbose.log" 2>&1
+grep -E "Used|spill" "$OUT/nv-verbose.log" | sort | uniq -c | head -40
+for v in reg stream; do
+    echo "== rmsnorm variant $v"
+    CLNORM_VARIANT=$v /tmp/gb/tools/clnorm bench --device nvidia --op rmsnorm 2>/dev/null | tail -6
+done

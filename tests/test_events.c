@@ -1,0 +1,259 @@
+/* events: the returned event completes only after the whole operation, wait lists
+   gate it, rows == 0 gives a marker, and event == NULL works; on the session's
+   in-order queue and, where the device has one, an out-of-order queue (where the
+   library must chain its own kernels). Results are read through a second queue, so
+   only the event orders them. */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct prob {
+    op_args a;
+    float *x, *g;
+    cl_mem X, Y, G, M, L;
+    size_t ybytes;
+    uint32_t *poison;       /* image written to Y / M / L before each run */
+} prob;
+
+static const uint32_t POISON = 0x7FA5A5A5u;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void prob_init(prob *p, top op, size_t rows, size_t cols)
+{
+    memset(p, 0, sizeof *p);
+    make_problem(&R, &p->a, op, rows, cols, &p->x, &p->g);
+    p->a.xld = p->a.yld = 0;
+    p->X = t_buffer(T.ctx, rows * cols * 4, p->x);
+    p->ybytes = (op == OP_STATS ? rows : rows * cols) * 4;
+    p->poison = malloc(p->ybytes);
+    for (size_t i = 0; i < p->ybytes / 4; i++) p->poison[i] = POISON;
+    if (op == OP_STATS) {
+        p->M = t_buffer(T.ctx, p->ybytes, p->poison);
+        p->L = t_buffer(T.ctx, p->ybytes, p->poison);
+    } else {
+        p->Y = t_buffer(T.ctx, p->ybytes, p->poison);
+    }
+    if (p->g) p->G = t_buffer(T.ctx, cols * 4, p->g);
+}
+
+static void prob_free(prob *p)
+{
+    cl_mem ms[] = {p->X, p->Y, p->G, p->M, p->L};
+    for (int i = 0; i < 5; i++) if (ms[i]) clReleaseMemObject(ms[i]);
+    free(p->x), free(p->g), free(p->poison);
+}
+
+/* Re-poisons the outputs (blocking, on q2, which then has nothing pending). */
+static void prob_poison(prob *p, cl_command_queue q2)
+{
+    cl_mem outs[] = {p->Y, p->M, p->L};
+    for (int i = 0; i < 3; i++)
+        if (outs[i])
+            CHECK_CL(clEnqueueWriteBuffer(q2, outs[i], CL_TRUE, 0, p->ybytes, p->poison, 0, NULL, NULL));
+}
+
+static clnorm_status prob_enqueue(prob *p, cl_command_queue q, size_t rows, cl_uint nw,
+                                  const cl_event *wl, cl_event *ev)
+{
+    const op_args *a = &p->a;
+    clnorm_matrix xm = {p->X, 0, 0}, ym = {p->Y, 0, 0};
+    switch (a->op) {
+    case OP_RMSNORM:
+        return clnorm_rmsnorm(q, CLNORM_F32, rows, a->cols, xm, p->G, ym, a->eps, nw, wl, ev);
+    case OP_STATS:
+        return clnorm_softmax_stats(q, CLNORM_F32, rows, a->cols, xm, p->M, p->L, nw, wl, ev);
+    default:
+        return clnorm_softmax(q, CLNORM_F32, rows, a->cols, xm, ym, op_algo(a->op), nw, wl, ev);
+    }
+}
+
+/* Reads the outputs through q2 and checks them against the reference. */
+static void prob_verify(prob *p, cl_command_queue q2, const char *what)
+{
+    op_out o = {0};
+    int ok;
+    if (p->a.op == OP_STATS) {
+        o.m = malloc(p->ybytes), o.l = malloc(p->ybytes);
+        ok = t_read(q2, p->M, p->ybytes, o.m) && t_read(q2, p->L, p->ybytes, o.l);
+    } else {
+        o.y = malloc(p->ybytes);
+        ok = t_read(q2, p->Y, p->ybytes, o.y);
+    }
+    if (ok && verify_op(&p->a, &o))
+        t_fail(__FILE__, __LINE__, "%s %zux%zu: wrong values after %s", op_name(p->a.op),
+               p->a.rows, p->a.cols, what);
+    op_out_free(&o);
+}
+
+/* 1 if the first output buffer still holds only poison (read through q2). */
+static int prob_untouched(prob *p, cl_command_queue q2)
+{
+    uint32_t *b = malloc(p->ybytes);
+    int same = t_read(q2, p->Y ? p->Y : p->M, p->ybytes, b) && !memcmp(b, p->poison, p->ybytes);
+    free(b);
+    return same;
+}
+
+static cl_int event_status(cl_event e)
+{
+    cl_int s = -1;
+    CHECK_CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
+    return s;
+}
+
+/* The event completes after everything the op wrote. */
+static void check_completion(prob *p, cl_command_queue q, cl_command_queue q2, const char *qn)
+{
+    cl_event ev = NULL;
+    prob_poison(p, q2);
+    if (!CHECK_ST(prob_enqueue(p, q, p->a.rows, 0, NULL, &ev), CLNORM_SUCCESS)) return;
+    if (!CHECK(ev != NULL, "%s on %s queue: no event", op_name(p->a.op), qn)) return;
+    cl_context c = NULL;
+    CHECK_CL(clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof c, &c, NULL));
+    CHECK(c == T.ctx, "event's context %p is not the queue's %p", (void *)c, (void *)T.ctx);
+    CHECK_CL(clWaitForEvents(1, &ev));
+    CHECK(event_status(ev) == CL_COMPLETE, "%s on %s queue: event not complete after wait",
+          op_name(p->a.op), qn);
+    prob_verify(p, q2, "waiting for the returned event");
+    clReleaseEvent(ev);
+}
+
+/* A user event in the wait list holds the op back until it is set. */
+static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const char *qn)
+{
+    cl_int err;
+    cl_event u = clCreateUserEvent(T.ctx, &err), ev = NULL, rd = NULL;
+    if (!CHECK_CL(err)) return;
+    prob_poison(p, q2);
+    clnorm_status st = prob_enqueue(p, q, p->a.rows, 1, &u, &ev);
+    if (!CHECK_ST(st, CLNORM_SUCCESS) || !CHECK(ev != NULL, "no event")) {
+        clSetUserEventStatus(u, CL_COMPLETE);
+        clReleaseEvent(u);
+        return;
+    }
+    clFlush(q);
+    sleep_ms(100);
+    cl_int s = event_status(ev);
+    CHECK(s > CL_RUNNING, "%s %zux%zu on %s queue: op event is %d (should be queued/submitted) "
+          "before its wait-list user event was set", op_name(p->a.op), p->a.rows, p->a.cols, qn, s);
+    /* Peek at the output while the gate is closed. An implementation may hold this
+       read back behind the pending op; then there is nothing to see. */
+    uint32_t *peek = malloc(p->ybytes);
+    CHECK_CL(clEnqueueReadBuffer(q2, p->Y ? p->Y : p->M, CL_FALSE, 0, p->ybytes, peek, 0, NULL, &rd));
+    clFlush(q2);
+    int done = 0;
+    for (int i = 0; i < 100 && !done; i++) {
+        done = rd && event_status(rd) == CL_COMPLETE;
+        if (!done) sleep_ms(10);
+    }
+    if (done)
+        CHECK(!memcmp(peek, p->poison, p->ybytes), "%s %zux%zu on %s queue: output written "
+              "before the wait-list user event was set", op_name(p->a.op), p->a.rows, p->a.cols, qn);
+    CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
+    CHECK_CL(clWaitForEvents(1, &ev));
+    if (rd) { clWaitForEvents(1, &rd); clReleaseEvent(rd); }
+    prob_verify(p, q2, "a user event in the wait list");
+    free(peek);
+    clReleaseEvent(ev);
+    clReleaseEvent(u);
+}
+
+static void check_null_event(prob *p, cl_command_queue q, cl_command_queue q2)
+{
+    prob_poison(p, q2);
+    if (CHECK_ST(prob_enqueue(p, q, p->a.rows, 0, NULL, NULL), CLNORM_SUCCESS)) {
+        CHECK_CL(clFinish(q));
+        prob_verify(p, q2, "event == NULL and clFinish");
+    }
+}
+
+/* rows == 0: a marker event that completes (after its wait list), nothing written. */
+static void check_rows_zero(prob *p, cl_command_queue q, cl_command_queue q2, const char *qn)
+{
+    cl_event ev = NULL;
+    prob_poison(p, q2);
+    if (CHECK_ST(prob_enqueue(p, q, 0, 0, NULL, &ev), CLNORM_SUCCESS) &&
+        CHECK(ev != NULL, "rows == 0 on %s queue gave no event", qn)) {
+        CHECK_CL(clWaitForEvents(1, &ev));
+        cl_command_type t = 0;
+        CHECK_CL(clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof t, &t, NULL));
+        CHECK(t == CL_COMMAND_MARKER, "%s rows == 0: event of command type 0x%x, expected a "
+              "marker (0x%x)", op_name(p->a.op), (unsigned)t, (unsigned)CL_COMMAND_MARKER);
+        clReleaseEvent(ev);
+    }
+    CHECK_ST(prob_enqueue(p, q, 0, 0, NULL, NULL), CLNORM_SUCCESS);
+    /* The marker honours its wait list too. */
+    cl_int err;
+    cl_event u = clCreateUserEvent(T.ctx, &err);
+    ev = NULL;
+    if (CHECK_CL(err) && CHECK_ST(prob_enqueue(p, q, 0, 1, &u, &ev), CLNORM_SUCCESS) && ev) {
+        clFlush(q);
+        sleep_ms(20);
+        CHECK(event_status(ev) != CL_COMPLETE, "%s rows == 0 on %s queue: marker complete "
+              "before its wait list", op_name(p->a.op), qn);
+        CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
+        CHECK_CL(clWaitForEvents(1, &ev));
+        clReleaseEvent(ev);
+    } else if (u) {
+        clSetUserEventStatus(u, CL_COMPLETE);
+    }
+    if (u) clReleaseEvent(u);
+    CHECK_CL(clFinish(q));
+    CHECK(prob_untouched(p, q2), "%s rows == 0 wrote to the output", op_name(p->a.op));
+}
+
+/* A wait list of an ordinary event from another queue: the op sees the written x. */
+static void check_write_dependency(prob *p, cl_command_queue q, cl_command_queue q2)
+{
+    cl_event w = NULL, ev = NULL;
+    size_t bytes = p->a.rows * p->a.cols * 4;
+    float *zeros = calloc(1, bytes);
+    CHECK_CL(clEnqueueWriteBuffer(q2, p->X, CL_TRUE, 0, bytes, zeros, 0, NULL, NULL));
+    prob_poison(p, q2);
+    CHECK_CL(clEnqueueWriteBuffer(q2, p->X, CL_FALSE, 0, bytes, p->x, 0, NULL, &w));
+    clFlush(q2);
+    if (CHECK_ST(prob_enqueue(p, q, p->a.rows, 1, &w, &ev), CLNORM_SUCCESS) && ev) {
+        CHECK_CL(clWaitForEvents(1, &ev));
+        prob_verify(p, q2, "waiting for a write on another queue");
+        clReleaseEvent(ev);
+    }
+    if (w) { clWaitForEvents(1, &w); clReleaseEvent(w); }
+    free(zeros);
+}
+
+void test_events(void)
+{
+    cl_command_queue q2 = t_new_queue(T.ctx, T.dev, 0);
+    cl_command_queue qo = t_new_queue(T.ctx, T.dev, 1);
+    if (!CHECK(q2 != NULL, "second in-order queue")) return;
+    if (!qo) NOTE("the device has no out-of-order queues; only the in-order queue is used");
+    const size_t shapes[][2] = {{2, (1u << 18) + 1}, {300, 1000}, {5, 33}};
+    cl_command_queue qs[2] = {T.q, qo};
+    const char *qn[2] = {"in-order", "out-of-order"};
+    for (int k = 0; k < 2; k++) {
+        if (!qs[k]) continue;
+        for (int op = 0; op < OP_COUNT; op++) {
+            for (size_t s = 0; s < COUNT_OF(shapes); s++) {
+                prob p;
+                prob_init(&p, (top)op, shapes[s][0], shapes[s][1]);
+                check_completion(&p, qs[k], q2, qn[k]);
+                check_gating(&p, qs[k], q2, qn[k]);
+                check_null_event(&p, qs[k], q2);
+                if (s == 2) check_rows_zero(&p, qs[k], q2, qn[k]);
+                if (s == 1) check_write_dependency(&p, qs[k], q2);
+                CHECK_CL(clFinish(qs[k]));
+                prob_free(&p);
+            }
+        }
+    }
+    if (qo) clReleaseCommandQueue(qo);
+    clReleaseCommandQueue(q2);
+}

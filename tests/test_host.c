@@ -1,0 +1,132 @@
+/* host_api: the session accessors and the three host-array functions, in place too.
+   warmup_release: warm-up, then dropping the kernel cache and working again. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One host call of op on a random problem, checked against the reference. */
+void check_host_op(top op, clnorm_dtype dt, size_t rows, size_t cols, int inplace)
+{
+    op_args a;
+    float *x, *g;
+    make_problem(&R, &a, op, rows, cols, &x, &g);
+    a.dt = dt;
+    size_t n = rows * cols, es = dt_size(dt);
+    void *xs = malloc(n * es + 4), *ys = malloc(n * es + 4), *gs = NULL;
+    dt_pack(dt, x, xs, n);
+    memset(ys, 0xCD, n * es);
+    if (g) {
+        gs = malloc(cols * es);
+        dt_pack(dt, g, gs, cols);
+    }
+    void *out = inplace ? xs : ys;
+    op_out o = {0};
+    clnorm_status st;
+    if (op == OP_RMSNORM)
+        st = clnorm_rmsnorm_host(T.s, dt, rows, cols, xs, gs, out, a.eps);
+    else if (op == OP_STATS) {
+        o.m = malloc(rows * sizeof(float)), o.l = malloc(rows * sizeof(float));
+        st = clnorm_softmax_stats_host(T.s, dt, rows, cols, xs, o.m, o.l);
+    } else
+        st = clnorm_softmax_host(T.s, dt, rows, cols, xs, out, op_algo(op));
+    char label[400], err[1024];
+    snprintf(err, sizeof err, "%s", clnorm_last_error());
+    op_label(&a, label, sizeof label);
+    if (dt != CLNORM_F32 && st == CLNORM_UNSUPPORTED) {
+        NOTE("host %s: UNSUPPORTED", label);
+    } else if (CHECK(st == CLNORM_SUCCESS, "host %s%s: %s (%s)", label, inplace ? " in place" : "",
+                     clnorm_status_string(st), err) &&
+               (dt == CLNORM_F32 || t_check_lowp())) {
+        if (op != OP_STATS) {
+            o.y = malloc(n * sizeof(float) + 4);
+            dt_unpack(dt, out, o.y, n);
+        }
+        verify_op(&a, &o);
+    }
+    op_out_free(&o);
+    free(xs), free(ys), free(gs), free(x), free(g);
+}
+
+void test_host_api(void)
+{
+    /* Accessors: the queue belongs to the context and the named device, in order. */
+    cl_context c = t_queue_context(T.q);
+    CHECK(c == T.ctx, "session queue's context %p != session context %p", (void *)c, (void *)T.ctx);
+    char name[256] = "";
+    CHECK_CL(clGetDeviceInfo(T.dev, CL_DEVICE_NAME, sizeof name, name, NULL));
+    CHECK(strstr(T.dev_name, name) != NULL || strstr(name, T.dev_name) != NULL,
+          "clnorm_session_device_name \"%s\" vs CL_DEVICE_NAME \"%s\"", T.dev_name, name);
+    CHECK(T.dev_name[0] != '\0', "empty device name");
+    cl_command_queue_properties props = 0;
+    CHECK_CL(clGetCommandQueueInfo(T.q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
+    CHECK(!(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE), "session queue is out of order");
+
+    const size_t shapes[][2] = {{1, 1}, {3, 33}, {17, 1000}, {129, 128}, {2, 65537}};
+    for (int op = 0; op < OP_COUNT; op++)
+        for (size_t s = 0; s < COUNT_OF(shapes); s++) {
+            check_host_op((top)op, CLNORM_F32, shapes[s][0], shapes[s][1], 0);
+            if (op != OP_STATS) check_host_op((top)op, CLNORM_F32, shapes[s][0], shapes[s][1], 1);
+        }
+    /* rows == 0 is a no-op that touches nothing. */
+    float x[4] = {1, 2, 3, 4}, y[4], m[1], l[1];
+    memset(y, 0xCD, sizeof y), memset(m, 0xCD, sizeof m), memset(l, 0xCD, sizeof l);
+    CHECK_ST(clnorm_rmsnorm_host(T.s, CLNORM_F32, 0, 4, x, NULL, y, 1e-5f), CLNORM_SUCCESS);
+    CHECK_ST(clnorm_softmax_host(T.s, CLNORM_F32, 0, 4, x, y, CLNORM_SOFTMAX_AUTO), CLNORM_SUCCESS);
+    CHECK_ST(clnorm_softmax_stats_host(T.s, CLNORM_F32, 0, 4, x, m, l), CLNORM_SUCCESS);
+    unsigned char cd[sizeof y];
+    memset(cd, 0xCD, sizeof cd);
+    CHECK(!memcmp(y, cd, sizeof y) && !memcmp(m, cd, 4) && !memcmp(l, cd, 4),
+          "rows == 0 host call wrote its outputs");
+}
+
+/* All ops on a few shapes, timing the first call (where kernels may be built). */
+static double all_ops(void)
+{
+    const size_t shapes[][2] = {{7, 33}, {3, 4097}};
+    double t0 = t_now(), first = 0;
+    for (int op = 0; op < OP_COUNT; op++)
+        for (size_t s = 0; s < COUNT_OF(shapes); s++) {
+            op_args a;
+            float *x, *g;
+            make_problem(&R, &a, (top)op, shapes[s][0], shapes[s][1], &x, &g);
+            check_op(&a, CLNORM_SUCCESS);
+            if (op == 0 && s == 0) first = t_now() - t0;
+            free(x);
+            free(g);
+        }
+    return first;
+}
+
+void test_warmup_release(void)
+{
+    double t0 = t_now();
+    CHECK_ST(clnorm_warmup(T.q), CLNORM_SUCCESS);
+    double tw = t_now() - t0;
+    double f1 = all_ops();
+    clnorm_release_cache(T.ctx);          /* must rebuild on next use */
+    double f2 = all_ops();
+    clnorm_release_cache(NULL);           /* all contexts */
+    double f3 = all_ops();
+    clnorm_release_cache(NULL);
+    CHECK_ST(clnorm_warmup(T.q), CLNORM_SUCCESS);
+    all_ops();
+    /* Warm-up through another queue of the same context, then use it. */
+    cl_command_queue q2 = t_new_queue(T.ctx, T.dev, 0);
+    if (CHECK(q2 != NULL, "second queue")) {
+        CHECK_ST(clnorm_warmup(q2), CLNORM_SUCCESS);
+        op_args a;
+        float *x, *g;
+        make_problem(&R, &a, OP_SOFTMAX_AUTO, 5, 1000, &x, &g);
+        a.q = q2;
+        check_op(&a, CLNORM_SUCCESS);
+        free(x), free(g);
+        clReleaseCommandQueue(q2);
+    }
+    /* Releasing twice, then working again. */
+    clnorm_release_cache(T.ctx);
+    clnorm_release_cache(T.ctx);
+    all_ops();
+    NOTE("warm-up %.3f s; first op after warm-up %.3f s, after release_cache(ctx) %.3f s, "
+         "after release_cache(NULL) %.3f s", tw, f1, f2, f3);
+}

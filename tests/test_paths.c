@@ -1,0 +1,167 @@
+/* reduction_paths and work_group_sizes: the environment overrides the library reads
+   at each call (CLNORM_REDUCTION, CLNORM_WORK_GROUP, CLNORM_ROW_THREADS,
+   CLNORM_MAX_WORK_GROUP, CLNORM_MAX_LOCAL_MEM), each with values verified on
+   awkward shapes. The runner restores the environment after the case. */
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *env_now(void)
+{
+    static char buf[256];
+    const char *names[] = {"CLNORM_REDUCTION", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
+                           "CLNORM_MAX_WORK_GROUP", "CLNORM_MAX_LOCAL_MEM"};
+    buf[0] = '\0';
+    for (size_t i = 0; i < COUNT_OF(names); i++) {
+        const char *v = getenv(names[i]);
+        if (v) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, sizeof buf - n, "%s=%s ", names[i], v);
+        }
+    }
+    return buf;
+}
+
+/* Runs op on a fresh random problem; returns the status (values checked on
+   SUCCESS, untouched buffers checked otherwise). */
+static clnorm_status try_op(top op, size_t rows, size_t cols)
+{
+    op_args a;
+    float *x, *g;
+    op_out o;
+    make_problem(&R, &a, op, rows, cols, &x, &g);
+    double t0 = t_now();
+    clnorm_status st = run_op(&a, &o);
+    if (st == CLNORM_SUCCESS) verify_op(&a, &o);
+    if (t_verbose())
+        NOTE("%s %zux%zu with %s: %s, %.3f s", op_name(op), rows, cols, env_now(),
+             clnorm_status_string(st), t_now() - t0);
+    op_out_free(&o);
+    free(x);
+    free(g);
+    return st;
+}
+
+/* Expects want on every op and shape; `also` is a second acceptable status. */
+static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status want,
+                       clnorm_status also, int *n_also)
+{
+    for (int op = 0; op < OP_COUNT; op++)
+        for (size_t s = 0; s < nshapes; s++) {
+            clnorm_status st = try_op((top)op, shapes[s][0], shapes[s][1]);
+            if (st == want) continue;
+            if (st == also) { if (n_also) (*n_also)++; continue; }
+            char err[1024];
+            snprintf(err, sizeof err, "%s", clnorm_last_error());
+            t_fail(__FILE__, __LINE__, "%s %zux%zu with %s: %s, expected %s; last error \"%s\"",
+                   op_name((top)op), shapes[s][0], shapes[s][1], env_now(),
+                   clnorm_status_string(st), clnorm_status_string(want), err);
+        }
+}
+
+void test_reduction_paths(void)
+{
+    static const size_t shapes[][2] = {{7, 1}, {3, 33}, {129, 128}, {5, 1000}, {2, 4097}, {1, 65537}};
+    const char *paths[] = {"local", "subgroup", "auto"};
+    for (size_t p = 0; p < COUNT_OF(paths); p++) {
+        t_setenv("CLNORM_REDUCTION", paths[p]);
+        int unsupported = 0;
+        /* Only a missing sub-group path may be UNSUPPORTED. */
+        clnorm_status also = strcmp(paths[p], "subgroup") ? CLNORM_SUCCESS : CLNORM_UNSUPPORTED;
+        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, also, &unsupported);
+        int total = OP_COUNT * (int)COUNT_OF(shapes);
+        if (unsupported == total)
+            NOTE("CLNORM_REDUCTION=subgroup: UNSUPPORTED on this device (no sub-group path)");
+        else if (unsupported)
+            NOTE("CLNORM_REDUCTION=subgroup: UNSUPPORTED on %d of %d calls", unsupported, total);
+        else
+            NOTE("CLNORM_REDUCTION=%s: all %d calls verified", paths[p], total);
+    }
+    t_setenv("CLNORM_REDUCTION", NULL);
+}
+
+static void set_size(const char *name, size_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%zu", v);
+    t_setenv(name, buf);
+}
+
+void test_work_group_sizes(void)
+{
+    static const size_t shapes[][2] = {{17, 1}, {5, 33}, {3, 1000}, {2, 4097}};
+    size_t dmax = t_device_max_wg(T.dev), cap = dmax < 1024 ? dmax : 1024;
+    const size_t base[] = {1, 2, 3, 7, 32, 48, 96, 100, 256, 1000};
+    size_t sweep[COUNT_OF(base) + 1], nsweep = 0;
+    for (size_t i = 0; i < COUNT_OF(base); i++)
+        if (base[i] < cap) sweep[nsweep++] = base[i];
+    sweep[nsweep++] = cap;
+    NOTE("device max work-group size %zu; sweeping up to %zu", dmax, cap);
+    int beyond_256 = 0, runs = 0;
+    for (size_t i = 0; i < nsweep; i++) {
+        size_t wg = sweep[i];
+        /* Row threads: all of the group, its largest proper divisor, 1, and one
+           that does not divide it. */
+        size_t p = 2;
+        while (p < wg && wg % p) p++;
+        size_t teams[] = {wg, wg > 1 ? wg / p : 1, 1, wg > 2 ? wg - 1 : wg + 1};
+        for (size_t t = 0; t < COUNT_OF(teams); t++) {
+            size_t team = teams[t];
+            if (t > 0 && team == teams[t - 1]) continue;
+            set_size("CLNORM_WORK_GROUP", wg);
+            set_size("CLNORM_ROW_THREADS", team);
+            runs++;
+            if (wg % team) {
+                expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+            } else if (wg <= 256) {
+                expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+            } else {
+                /* A kernel may allow less than the device maximum. */
+                int refused = 0;
+                expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_INVALID_ARGUMENT, &refused);
+                beyond_256 += refused;
+            }
+        }
+    }
+    if (beyond_256) NOTE("%d calls with work-groups over 256 refused as beyond a kernel's limit", beyond_256);
+
+    /* Impossible: more than the device allows, more row threads than work-items. */
+    set_size("CLNORM_WORK_GROUP", dmax + 1);
+    set_size("CLNORM_ROW_THREADS", 1);
+    expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+    set_size("CLNORM_WORK_GROUP", 32);
+    set_size("CLNORM_ROW_THREADS", 64);
+    expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+
+    /* Only one of the two forced: the library picks the other to fit. */
+    t_setenv("CLNORM_WORK_GROUP", NULL);
+    const size_t alone[] = {1, 2, 16};
+    for (size_t i = 0; i < COUNT_OF(alone); i++) {
+        set_size("CLNORM_ROW_THREADS", alone[i]);
+        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+    }
+    t_setenv("CLNORM_ROW_THREADS", NULL);
+    const size_t wg_alone[] = {1, 7, 64};
+    for (size_t i = 0; i < COUNT_OF(wg_alone); i++) {
+        set_size("CLNORM_WORK_GROUP", wg_alone[i]);
+        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+    }
+    t_setenv("CLNORM_WORK_GROUP", NULL);
+
+    /* Lowered device limits: a small device and a Mali-like one. */
+    const size_t limits[][2] = {{64, 16384}, {256, 32768}};
+    for (size_t i = 0; i < COUNT_OF(limits); i++) {
+        set_size("CLNORM_MAX_WORK_GROUP", limits[i][0]);
+        set_size("CLNORM_MAX_LOCAL_MEM", limits[i][1]);
+        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+        set_size("CLNORM_WORK_GROUP", limits[i][0]);
+        expect_all(shapes, 2, CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+        set_size("CLNORM_WORK_GROUP", 2 * limits[i][0]);   /* over the lowered limit */
+        expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+        t_setenv("CLNORM_WORK_GROUP", NULL);
+    }
+    t_setenv("CLNORM_MAX_WORK_GROUP", NULL);
+    t_setenv("CLNORM_MAX_LOCAL_MEM", NULL);
+    NOTE("%d forced (work-group, row threads) pairs", runs);
+}

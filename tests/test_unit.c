@@ -1,0 +1,413 @@
+/* Device-free cases: clnorm_stats_merge, status strings, the version, and the pure
+   plan function of src/internal.h on hand-written device profiles. */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include "internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- merge --------------------------------------------------------------------------- */
+static void expect_merge(float ma, float la, float mb, float lb, double wm, double wl)
+{
+    float m = 12345.f, l = 12345.f;
+    clnorm_stats_merge(ma, la, mb, lb, &m, &l);
+    CHECK(t_close(m, wm, 0, 0) && t_close(l, wl, 2e-6, 0),
+          "merge(%g, %g, %g, %g) = (%g, %g), expected (%g, %g)", (double)ma, (double)la,
+          (double)mb, (double)lb, (double)m, (double)l, wm, wl);
+}
+
+/* A random row with, sometimes, the special values of API.md. */
+static size_t merge_row(float *x, size_t cap)
+{
+    size_t n = 1 + rng_below(&R, cap);
+    gen_rows(&R, x, 1, n);
+    switch (rng_below(&R, 10)) {
+    case 0: for (size_t k = rng_below(&R, n) + 1; k; k--) x[rng_below(&R, n)] = -INFINITY; break;
+    case 1: for (size_t c = 0; c < n; c++) x[c] = -INFINITY; break;
+    case 2: for (size_t k = rng_below(&R, 3) + 1; k; k--) x[rng_below(&R, n)] = INFINITY; break;
+    case 3: x[rng_below(&R, n)] = NAN; break;
+    default: break;
+    }
+    return n;
+}
+
+void test_merge(void)
+{
+    const float ord[][2] = {{3.5f, 2.0f}, {-1000.25f, 1.0f}, {0.0f, 17.5f}, {1e6f, 3.0f}};
+    for (size_t i = 0; i < COUNT_OF(ord); i++) {
+        float a = ord[i][0], b = ord[i][1];
+        expect_merge(-INFINITY, 0, a, b, a, b);     /* identity on either side */
+        expect_merge(a, b, -INFINITY, 0, a, b);
+        expect_merge(NAN, b, a, b, NAN, NAN);       /* a NaN anywhere */
+        expect_merge(a, NAN, a, b, NAN, NAN);
+        expect_merge(a, b, NAN, b, NAN, NAN);
+        expect_merge(a, b, a, NAN, NAN, NAN);
+        expect_merge(a, b, a, b, a, 2.0 * b);       /* equal maxima add */
+        expect_merge(INFINITY, 2, a, b, INFINITY, 2); /* +inf parts: counts of +inf */
+        expect_merge(a, b, INFINITY, 1, INFINITY, 1);
+    }
+    expect_merge(-INFINITY, 0, -INFINITY, 0, -INFINITY, 0);  /* no -inf - -inf */
+    expect_merge(INFINITY, 2, INFINITY, 3, INFINITY, 5);
+    expect_merge(INFINITY, 1, -INFINITY, 0, INFINITY, 1);
+    expect_merge(-INFINITY, 0, NAN, NAN, NAN, NAN);
+    expect_merge(NAN, NAN, INFINITY, 1, NAN, NAN);
+    expect_merge(1.0f, 1.0f, 0.0f, 1.0f, 1.0, 1.0 + exp(-1.0));
+
+    /* Random splits of rows into parts, merged in random orders and shapes, against
+       the float64 statistics of the whole row. */
+    enum { CAP = 300, TRIALS = 3000 };
+    float x[CAP];
+    for (int t = 0; t < TRIALS; t++) {
+        size_t n = merge_row(x, CAP), parts = 1 + rng_below(&R, 8);
+        size_t cut[10];
+        cut[0] = 0;
+        cut[parts] = n;
+        for (size_t k = 1; k < parts; k++) cut[k] = rng_below(&R, n + 1);  /* may be empty */
+        for (size_t a = 1; a < parts; a++)                                   /* sort */
+            for (size_t b = a; b > 1 && cut[b - 1] > cut[b]; b--) {
+                size_t s = cut[b]; cut[b] = cut[b - 1]; cut[b - 1] = s;
+            }
+        float pm[10], pl[10];
+        for (size_t k = 0; k < parts; k++) {
+            double m = -INFINITY, l = 0;
+            if (cut[k + 1] > cut[k]) ref_stats(x + cut[k], 1, cut[k + 1] - cut[k], &m, &l);
+            pm[k] = (float)m, pl[k] = (float)l;
+        }
+        double wm, wl;
+        ref_stats(x, 1, n, &wm, &wl);
+        /* Left fold in a random order, and a right-leaning fold. */
+        size_t perm[10];
+        for (size_t k = 0; k < parts; k++) perm[k] = k;
+        for (size_t k = parts - 1; k > 0; k--) {
+            size_t j = rng_below(&R, k + 1), s = perm[k];
+            perm[k] = perm[j], perm[j] = s;
+        }
+        float m = -INFINITY, l = 0, rm = pm[parts - 1], rl = pl[parts - 1];
+        for (size_t k = 0; k < parts; k++) clnorm_stats_merge(m, l, pm[perm[k]], pl[perm[k]], &m, &l);
+        for (size_t k = parts - 1; k-- > 0;) clnorm_stats_merge(pm[k], pl[k], rm, rl, &rm, &rl);
+        double rel = 1e-5;
+        if (!CHECK(t_close(m, wm, 0, 0) && t_close(l, wl, rel, 1e-30) && t_close(rm, wm, 0, 0) &&
+                   t_close(rl, wl, rel, 1e-30),
+                   "trial %d: %zu elements in %zu parts: fold (%.9g, %.9g), right fold "
+                   "(%.9g, %.9g), float64 (%.17g, %.17g)", t, n, parts, (double)m, (double)l,
+                   (double)rm, (double)rl, wm, wl))
+            break;
+    }
+}
+
+/* ---- status strings, version ------------------------------------------------------ */
+static void *fresh_thread(void *arg)
+{
+    const char *e = clnorm_last_error();
+    *(int *)arg = e != NULL && e[0] == '\0';
+    return NULL;
+}
+
+void test_status_strings(void)
+{
+    const char *names[] = {"CLNORM_SUCCESS", "CLNORM_INVALID_ARGUMENT", "CLNORM_OUT_OF_BOUNDS",
+                           "CLNORM_DEVICE_NOT_FOUND", "CLNORM_UNSUPPORTED",
+                           "CLNORM_BUILD_FAILED", "CLNORM_OUT_OF_RESOURCES",
+                           "CLNORM_OPENCL_ERROR"};
+    for (int i = 0; i < (int)COUNT_OF(names); i++) {
+        const char *s = clnorm_status_string((clnorm_status)i);
+        CHECK(s && !strcmp(s, names[i]), "clnorm_status_string(%d) = \"%s\", expected \"%s\"", i,
+              s ? s : "(null)", names[i]);
+    }
+    const int unknown[] = {8, 99, -1, INT_MAX, INT_MIN};
+    for (size_t i = 0; i < COUNT_OF(unknown); i++) {
+        const char *s = clnorm_status_string((clnorm_status)unknown[i]);
+        CHECK(s && !strcmp(s, "CLNORM_UNKNOWN_STATUS"),
+              "clnorm_status_string(%d) = \"%s\", expected \"CLNORM_UNKNOWN_STATUS\"",
+              unknown[i], s ? s : "(null)");
+    }
+    CHECK(clnorm_last_error() != NULL, "clnorm_last_error() is NULL");
+    int fresh = 0;
+    pthread_t th;
+    if (CHECK(pthread_create(&th, NULL, fresh_thread, &fresh) == 0, "pthread_create")) {
+        pthread_join(th, NULL);
+        CHECK(fresh, "clnorm_last_error() on a new thread is not \"\"");
+    }
+}
+
+void test_version(void)
+{
+    char want[64];
+    snprintf(want, sizeof want, "%d.%d.%d", CLNORM_VERSION_MAJOR, CLNORM_VERSION_MINOR,
+             CLNORM_VERSION_PATCH);
+    const char *v = clnorm_version();
+    CHECK(v && !strcmp(v, want), "clnorm_version() = \"%s\", the macros say \"%s\"",
+          v ? v : "(null)", want);
+}
+
+/* ---- plan ------------------------------------------------------------------------------ */
+typedef struct named_profile { cln_profile p; int gpu; } named_profile;
+
+static named_profile make_profile(const char *name, cl_device_type type, cl_uint cu,
+                                  size_t max_wg, cl_ulong local, size_t pref, int subgroups,
+                                  int nv)
+{
+    named_profile n;
+    memset(&n, 0, sizeof n);
+    cln_profile *p = &n.p;
+    snprintf(p->device_name, sizeof p->device_name, "%s", name);
+    snprintf(p->platform_name, sizeof p->platform_name, "test platform");
+    p->type = type;
+    p->compute_units = cu;
+    p->max_wg = max_wg;
+    p->local_mem = local;
+    p->pref_multiple = pref;
+    p->has_subgroups = subgroups;
+    p->subgroup_std = "";
+    if (nv) {
+        p->nv = 1, p->nv_cc_major = 9, p->nv_cc_minor = 0, p->warp = 32, p->has_nv_shuffle = 1;
+    }
+    p->best_path = nv ? CLN_PATH_NV : subgroups ? CLN_PATH_SUBGROUP : CLN_PATH_LOCAL;
+    n.gpu = type == CL_DEVICE_TYPE_GPU;
+    return n;
+}
+
+static cln_limits no_limits(void)
+{
+    cln_limits l;
+    memset(&l, 0, sizeof l);   /* 0: no limit, nothing forced */
+    l.force_path = -1;
+    l.force_variant = -1;
+    return l;
+}
+
+/* Checks the invariants of a plan; returns 1 when all hold. */
+static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, size_t rows,
+                   size_t cols, const cln_plan *pl, const char *label)
+{
+    int ok = 1;
+    if (op == CLN_OP_SOFTMAX_AUTO)
+        ok &= CHECK(pl->op == CLN_OP_SOFTMAX_3PASS || pl->op == CLN_OP_SOFTMAX_ONLINE,
+                    "%s: AUTO resolved to op %d", label, (int)pl->op);
+    else
+        ok &= CHECK(pl->op == op, "%s: plan op %d", label, (int)pl->op);
+    ok &= CHECK(pl->wg >= 1 && pl->wg <= p->max_wg, "%s: wg %zu outside [1, %zu]", label, pl->wg,
+                p->max_wg);
+    if (lim->max_wg)
+        ok &= CHECK(pl->wg <= lim->max_wg, "%s: wg %zu over the limit %zu", label, pl->wg, lim->max_wg);
+    ok &= CHECK(pl->team >= 1 && pl->wg % pl->team == 0, "%s: team %zu does not divide wg %zu",
+                label, pl->team, pl->wg);
+    ok &= CHECK(pl->rows_per_wg * pl->team == pl->wg, "%s: rows_per_wg %zu * team %zu != wg %zu",
+                label, pl->rows_per_wg, pl->team, pl->wg);
+    ok &= CHECK(pl->groups >= 1 && pl->groups * pl->rows_per_wg >= rows,
+                "%s: %zu groups of %zu rows do not cover %zu rows", label, pl->groups,
+                pl->rows_per_wg, rows);
+    ok &= CHECK(pl->groups <= rows * cols, "%s: %zu groups for %zu elements", label, pl->groups,
+                rows * cols);
+    ok &= CHECK(pl->variant <= CLN_VAR_SPLIT, "%s: variant %d", label, (int)pl->variant);
+    ok &= CHECK(pl->local_bytes <= p->local_mem, "%s: local_bytes %zu over the device's %llu",
+                label, pl->local_bytes, (unsigned long long)p->local_mem);
+    if (lim->max_local)
+        ok &= CHECK(pl->local_bytes <= lim->max_local, "%s: local_bytes %zu over the limit %llu",
+                    label, pl->local_bytes, (unsigned long long)lim->max_local);
+    if (pl->variant == CLN_VAR_SPLIT) {
+        /* Several work-groups per row, each a slice of whole work-group strides. */
+        ok &= CHECK(pl->team == pl->wg && pl->slices >= 2 && pl->slice_len % pl->wg == 0 &&
+                    pl->slices * pl->slice_len >= cols &&
+                    pl->groups == rows * pl->slices && pl->k2 != CLN_K_COUNT,
+                    "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
+                    label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
+    } else if (pl->variant == CLN_VAR_REG) {
+        ok &= CHECK(cols <= pl->team * CLN_REG_K, "%s: register plan of team %zu for %zu cols "
+                    "(%d per work-item)", label, pl->team, cols, CLN_REG_K);
+    }
+    ok &= CHECK(pl->path != CLN_PATH_SUBGROUP || p->has_subgroups,
+                "%s: sub-group path on a device without sub-groups", label);
+    ok &= CHECK(pl->path != CLN_PATH_NV || p->has_nv_shuffle,
+                "%s: NV path on a device without PTX shuffles", label);
+    return ok;
+}
+
+static clnorm_status plan(const named_profile *np, const cln_limits *lim, cln_op op,
+                          clnorm_dtype dt, size_t rows, size_t cols, cln_plan *out, char *why)
+{
+    memset(out, 0, sizeof *out);
+    why[0] = '\0';
+    return cln_plan_make(&np->p, lim, op, dt, rows, cols, out, why, 256);
+}
+
+static void plan_label(char *buf, size_t n, const named_profile *np, const cln_limits *lim,
+                       cln_op op, clnorm_dtype dt, size_t rows, size_t cols)
+{
+    snprintf(buf, n, "%s %s %s %zux%zu (limits wg %zu local %llu force wg %zu team %zu path %d)",
+             np->p.device_name, cln_op_name(op), dt_name(dt), rows, cols, lim->max_wg,
+             (unsigned long long)lim->max_local, lim->force_wg, lim->force_team, lim->force_path);
+}
+
+static void check_env_limits(void)
+{
+    const char *vars[] = {"CLNORM_REDUCTION", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
+                          "CLNORM_MAX_WORK_GROUP", "CLNORM_MAX_LOCAL_MEM", "CLNORM_VARIANT",
+                          "CLNORM_SPLIT"};
+    for (size_t i = 0; i < COUNT_OF(vars); i++) t_setenv(vars[i], NULL);
+    cln_limits l;
+    memset(&l, 0x5A, sizeof l);
+    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
+        CHECK(!l.max_wg && !l.max_local && !l.force_wg && !l.force_team && l.force_path == -1 &&
+              l.force_variant == -1 && !l.force_slices,
+              "no variables set: limits {%zu, %llu, %zu, %zu, %d, %d, %zu}, expected "
+              "{0, 0, 0, 0, -1, -1, 0}", l.max_wg, (unsigned long long)l.max_local, l.force_wg,
+              l.force_team, l.force_path, l.force_variant, l.force_slices);
+    t_setenv("CLNORM_REDUCTION", "local");
+    t_setenv("CLNORM_WORK_GROUP", "48");
+    t_setenv("CLNORM_ROW_THREADS", "4");
+    t_setenv("CLNORM_MAX_WORK_GROUP", "64");
+    t_setenv("CLNORM_MAX_LOCAL_MEM", "16384");
+    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
+        CHECK(l.max_wg == 64 && l.max_local == 16384 && l.force_wg == 48 && l.force_team == 4 &&
+              l.force_path == CLN_PATH_LOCAL,
+              "limits {%zu, %llu, %zu, %zu, %d}, expected {64, 16384, 48, 4, LOCAL}", l.max_wg,
+              (unsigned long long)l.max_local, l.force_wg, l.force_team, l.force_path);
+    t_setenv("CLNORM_REDUCTION", "subgroup");
+    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
+        CHECK(l.force_path == CLN_PATH_SUBGROUP, "CLNORM_REDUCTION=subgroup: force_path %d", l.force_path);
+    t_setenv("CLNORM_REDUCTION", "auto");
+    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
+        CHECK(l.force_path == -1, "CLNORM_REDUCTION=auto: force_path %d", l.force_path);
+    t_setenv("CLNORM_WORK_GROUP", "abc");
+    NOTE("CLNORM_WORK_GROUP=abc: cln_limits_from_env gives %s",
+         clnorm_status_string(cln_limits_from_env(&l)));
+    for (size_t i = 0; i < COUNT_OF(vars); i++) t_setenv(vars[i], NULL);
+}
+
+void test_plan(void)
+{
+    named_profile profs[] = {
+        make_profile("NVIDIA H200", CL_DEVICE_TYPE_GPU, 132, 1024, 48 * 1024, 32, 0, 1),
+        make_profile("PoCL CPU", CL_DEVICE_TYPE_CPU, 2, 4096, 512 * 1024, 8, 0, 0),
+        make_profile("Rusticl llvmpipe", CL_DEVICE_TYPE_CPU, 2, 1024, 32 * 1024, 8, 0, 0),
+        make_profile("Adreno sg64", CL_DEVICE_TYPE_GPU, 6, 1024, 32 * 1024, 64, 1, 0),
+        make_profile("Adreno sg128", CL_DEVICE_TYPE_GPU, 6, 1024, 32 * 1024, 128, 1, 0),
+        make_profile("Mali", CL_DEVICE_TYPE_GPU, 16, 256, 32 * 1024, 4, 0, 0),
+        make_profile("Intel sg8", CL_DEVICE_TYPE_GPU, 96, 512, 64 * 1024, 8, 1, 0),
+        make_profile("Intel sg16", CL_DEVICE_TYPE_GPU, 96, 512, 64 * 1024, 16, 1, 0),
+        make_profile("Intel sg32", CL_DEVICE_TYPE_GPU, 96, 1024, 64 * 1024, 32, 1, 0),
+        make_profile("small GPU", CL_DEVICE_TYPE_GPU, 4, 64, 16 * 1024, 16, 0, 0),
+    };
+    const size_t rows_list[] = {1, 2, 3, 7, 8, 100, 4096, 65536, 1u << 20};
+    const size_t cols_list[] = {1, 2, 31, 32, 33, 128, 1000, 4096, 4097, 32768, 65537, 262144,
+                                1u << 20, (1u << 20) + 3};
+    const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
+    char label[400], why[256];
+    cln_plan pl, pl2;
+    size_t plans = 0;
+    int bad_shown = 0;
+
+    for (size_t i = 0; i < COUNT_OF(profs); i++) {
+        const named_profile *np = &profs[i];
+        const cln_profile *p = &np->p;
+        cln_limits none = no_limits(), small = no_limits();
+        small.max_wg = 64, small.max_local = 16384;
+        const cln_limits *lims[] = {&none, &small};
+        for (int op = 0; op < CLN_OP_COUNT; op++)
+            for (size_t d = 0; d < COUNT_OF(dts); d++)
+                for (size_t r = 0; r < COUNT_OF(rows_list); r++)
+                    for (size_t c = 0; c < COUNT_OF(cols_list); c++)
+                        for (int k = 0; k < 2; k++) {
+                            size_t rows = rows_list[r], cols = cols_list[c];
+                            plan_label(label, sizeof label, np, lims[k], (cln_op)op, dts[d], rows, cols);
+                            clnorm_status st = plan(np, lims[k], (cln_op)op, dts[d], rows, cols, &pl, why);
+                            plans++;
+                            if (dts[d] != CLNORM_F32 && st == CLNORM_UNSUPPORTED) continue;
+                            if (!CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label,
+                                       clnorm_status_string(st), why))
+                                continue;
+                            if (!plan_ok(p, lims[k], (cln_op)op, rows, cols, &pl, label) && ++bad_shown > 20)
+                                return;  /* a broken plan function: enough said */
+                            /* A pure function: the same question, the same answer. */
+                            plan(np, lims[k], (cln_op)op, dts[d], rows, cols, &pl2, why);
+                            CHECK(pl2.wg == pl.wg && pl2.team == pl.team && pl2.groups == pl.groups &&
+                                  pl2.path == pl.path && pl2.local_bytes == pl.local_bytes,
+                                  "%s: two calls gave different plans", label);
+                        }
+
+        /* Short rows on GPUs share a work-group between rows. */
+        if (np->gpu) {
+            const size_t short_cols[] = {1, 2, 31, 32, 128};
+            for (size_t c = 0; c < COUNT_OF(short_cols); c++)
+                for (int op = 0; op < CLN_OP_COUNT; op++) {
+                    plan_label(label, sizeof label, np, &none, (cln_op)op, CLNORM_F32, 65536, short_cols[c]);
+                    if (plan(np, &none, (cln_op)op, CLNORM_F32, 65536, short_cols[c], &pl, why) == CLNORM_SUCCESS)
+                        CHECK(pl.rows_per_wg > 1, "%s: rows_per_wg %zu (wg %zu, team %zu) for short rows",
+                              label, pl.rows_per_wg, pl.wg, pl.team);
+                }
+        }
+        /* Few long rows on the H200: several work-groups per row (DESIGN.md), for the
+           ops whose algorithm the library picks. */
+        if (p->nv) {
+            const size_t long_shapes[][2] = {{8, 262144}, {1, 1u << 20}};
+            const cln_op picked[] = {CLN_OP_RMSNORM, CLN_OP_STATS, CLN_OP_SOFTMAX_AUTO};
+            for (size_t s = 0; s < 2; s++)
+                for (size_t o = 0; o < COUNT_OF(picked); o++) {
+                    cln_op op = picked[o];
+                    size_t rows = long_shapes[s][0], cols = long_shapes[s][1];
+                    plan_label(label, sizeof label, np, &none, op, CLNORM_F32, rows, cols);
+                    if (plan(np, &none, op, CLNORM_F32, rows, cols, &pl, why) == CLNORM_SUCCESS)
+                        CHECK(pl.groups > rows, "%s: %zu work-groups for %zu long rows leave most "
+                              "of %u compute units idle", label, pl.groups, rows, p->compute_units);
+                }
+        }
+
+        /* Forced paths. */
+        for (int op = 0; op < CLN_OP_COUNT; op++) {
+            cln_limits f = no_limits();
+            f.force_path = CLN_PATH_LOCAL;
+            plan_label(label, sizeof label, np, &f, (cln_op)op, CLNORM_F32, 100, 1000);
+            if (CHECK_ST(plan(np, &f, (cln_op)op, CLNORM_F32, 100, 1000, &pl, why), CLNORM_SUCCESS))
+                CHECK(pl.path == CLN_PATH_LOCAL, "%s: path %d", label, (int)pl.path);
+            f.force_path = CLN_PATH_SUBGROUP;
+            plan_label(label, sizeof label, np, &f, (cln_op)op, CLNORM_F32, 100, 1000);
+            clnorm_status st = plan(np, &f, (cln_op)op, CLNORM_F32, 100, 1000, &pl, why);
+            if (p->has_subgroups || p->has_nv_shuffle) {
+                if (CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label, clnorm_status_string(st), why))
+                    CHECK(pl.path == p->best_path, "%s: path %d, the device's fast path is %d",
+                          label, (int)pl.path, (int)p->best_path);
+            } else {
+                CHECK(st == CLNORM_UNSUPPORTED && why[0], "%s: %s, why \"%s\"; expected "
+                      "UNSUPPORTED with a reason", label, clnorm_status_string(st), why);
+            }
+        }
+
+        /* Forced sizes: honoured when possible, INVALID_ARGUMENT with a reason if not. */
+        const size_t fwg[] = {1, 7, 48, 64, p->max_wg};
+        for (size_t w = 0; w < COUNT_OF(fwg); w++) {
+            if (fwg[w] > p->max_wg) continue;
+            size_t teams[] = {fwg[w], 1, fwg[w] % 2 ? fwg[w] : fwg[w] / 2};
+            for (size_t t = 0; t < COUNT_OF(teams); t++)
+                for (int op = 0; op < CLN_OP_COUNT; op++) {
+                    cln_limits f = no_limits();
+                    f.force_wg = fwg[w], f.force_team = teams[t];
+                    plan_label(label, sizeof label, np, &f, (cln_op)op, CLNORM_F32, 37, 1000);
+                    clnorm_status st = plan(np, &f, (cln_op)op, CLNORM_F32, 37, 1000, &pl, why);
+                    if (CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label, clnorm_status_string(st), why) &&
+                        plan_ok(p, &f, (cln_op)op, 37, 1000, &pl, label))
+                        CHECK(pl.wg == f.force_wg && pl.team == f.force_team,
+                              "%s: got wg %zu team %zu", label, pl.wg, pl.team);
+                }
+        }
+        for (int op = 0; op < CLN_OP_COUNT; op++) {
+            cln_limits bad[4] = {no_limits(), no_limits(), no_limits(), no_limits()};
+            bad[0].force_wg = p->max_wg + 1;                     /* over the device */
+            bad[1].max_wg = 32, bad[1].force_wg = 64;            /* over the lowered limit */
+            bad[2].force_wg = 48, bad[2].force_team = 5;         /* team does not divide */
+            bad[3].force_wg = 16, bad[3].force_team = 32;        /* team larger than wg */
+            for (int b = 0; b < 4; b++) {
+                plan_label(label, sizeof label, np, &bad[b], (cln_op)op, CLNORM_F32, 37, 1000);
+                clnorm_status st = plan(np, &bad[b], (cln_op)op, CLNORM_F32, 37, 1000, &pl, why);
+                CHECK(st == CLNORM_INVALID_ARGUMENT && why[0], "%s: %s, why \"%s\"; expected "
+                      "INVALID_ARGUMENT with a reason", label, clnorm_status_string(st), why);
+            }
+        }
+    }
+    NOTE("%zu plans checked", plans);
+    check_env_limits();
+}
