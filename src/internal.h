@@ -155,6 +155,13 @@ CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             cln_path path, cln_kernel_id kid,
                                             cln_kernel_lease *out);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
+/* Pooled device scratch of at least `bytes` for split plans; release it with the
+   call's last event, after which it returns to the pool. */
+typedef struct cln_scratch cln_scratch;
+CLN_HIDDEN clnorm_status cln_scratch_acquire(cl_context ctx, size_t bytes, cln_scratch **out);
+CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
+CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
+CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
 /* Builds (or finds) the program of (ctx, dev, dtype, path). */
 CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
                                          const cln_profile *p, clnorm_dtype dtype,

@@ -183,19 +183,29 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
 {
     cln_plan pl;
     cln_kernel_lease lease[3] = {{0}, {0}, {0}};
+    cln_scratch *scratch = NULL;
     cl_mem part = NULL, maxima = NULL;
-    cl_event prev = NULL;
+    cl_event prev = NULL, last = NULL;
     cl_int err;
     clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease);
     if (st) return st;
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
     if (n > 1) {
-        part = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * 2 * sizeof(float), NULL, &err);
-        CLN_CHECK_CL(err, "clCreateBuffer(split partials)");
+        /* Pairs first, then (three stages) the maxima at an offset every device
+           accepts for a sub-buffer (CL_DEVICE_MEM_BASE_ADDR_ALIGN is at most 4 KiB). */
+        size_t pair_bytes = (pl.groups * 2 * sizeof(float) + 4095) / 4096 * 4096;
+        if ((st = cln_scratch_acquire(ctx, pair_bytes + (n == 3 ? pl.groups * sizeof(float) : 0),
+                                      &scratch)))
+            goto fail;
+        cl_buffer_region r1 = {0, pair_bytes}, r2 = {pair_bytes, pl.groups * sizeof(float)};
+        part = clCreateSubBuffer(cln_scratch_mem(scratch), CL_MEM_READ_WRITE,
+                                 CL_BUFFER_CREATE_TYPE_REGION, &r1, &err);
+        CLN_CHECK_CL(err, "clCreateSubBuffer(split partials)");
         if (n == 3) {
-            maxima = clCreateBuffer(ctx, CL_MEM_READ_WRITE, pl.groups * sizeof(float), NULL, &err);
-            CLN_CHECK_CL(err, "clCreateBuffer(split maxima)");
+            maxima = clCreateSubBuffer(cln_scratch_mem(scratch), CL_MEM_READ_WRITE,
+                                       CL_BUFFER_CREATE_TYPE_REGION, &r2, &err);
+            CLN_CHECK_CL(err, "clCreateSubBuffer(split maxima)");
         }
     }
     for (int j = 0; j < n; j++)
@@ -205,9 +215,10 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         /* The statistics' last stage runs one work-group per row. */
         if (kids[j] == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
         cl_event done = NULL;
+        /* The last stage always gets an event: the scratch returns to the pool on it. */
         err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
                                      j ? 1 : num_wait, j ? &prev : wait_list,
-                                     j + 1 < n ? &done : event);
+                                     j + 1 < n || scratch ? &done : event);
         if (err != CL_SUCCESS) {
             /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
                no work of this call is left behind. */
@@ -218,10 +229,21 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         if (prev) clReleaseEvent(prev);
         prev = done;
     }
+    if (scratch) {
+        last = prev;
+        prev = NULL;
+        if (event) {
+            clRetainEvent(last);
+            *event = last;
+        }
+    }
 fail:
     if (prev) clReleaseEvent(prev);
-    if (part) clReleaseMemObject(part); /* freed once the kernels using it are done */
+    /* Sub-buffers may be released at once: OpenCL keeps them while kernels use them. */
+    if (part) clReleaseMemObject(part);
     if (maxima) clReleaseMemObject(maxima);
+    cln_scratch_release(scratch, last);
+    if (last) clReleaseEvent(last);
     for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
     return st;
 }

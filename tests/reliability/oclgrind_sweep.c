@@ -1,0 +1,574 @@
+/* oclgrind_sweep: runs every kernel variant clnorm builds for the device it runs on,
+   on small awkward shapes, and checks each result against float64 and each buffer
+   outside its view against canaries. Meant to run under
+     oclgrind --data-races --uninitialized --check-api ./oclgrind_sweep
+   (.ci/reliability), where Oclgrind reports races, uninitialised reads, out-of-bounds
+   accesses and barrier divergence; it runs on any device (--device SPEC) too.
+
+   The sweep walks: build configurations (the kernel program as compiled for GPUs,
+   for CPUs with 4-, 8- and 16-wide vectors, and as Oclgrind itself gets it) x
+   dtypes x shape configurations (forced variants, work-group sizes, work-items per
+   row, split slices) x operations. Every case's plan is recomputed with the library's
+   own plan function, and the sweep fails unless every kernel of the program ran for
+   every dtype and build configuration, with the awkward cases each kernel family
+   has: several rows per work-group with a partial last group, a column tail, a team
+   that is not a power of two, one work-item per row, a partial last slice, and
+   RMSNorm rows that need rescaling (3e30, 1e-30) beside rows that do not.
+
+     oclgrind_sweep [--device SPEC] [--quick] [--verbose]
+   exit 0: all cases passed and the coverage is complete; 1 otherwise. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include "rel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- what is swept ------------------------------------------------------------- */
+typedef struct sw_build { const char *name, *options; } sw_build;
+static const sw_build builds[] = {
+    {"native", NULL},                                       /* as this device gets it */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0"}, /* round-robin lanes */
+    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
+    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
+};
+#define NBUILDS (sizeof builds / sizeof builds[0])
+
+typedef struct sw_config {
+    const char *name;
+    const char *variant, *wg, *team, *split; /* CLNORM_VARIANT, _WORK_GROUP, _ROW_THREADS,
+                                                _SPLIT; NULL: unset */
+    size_t rows, cols;
+} sw_config;
+static const sw_config configs[] = {
+    /* The library's own choice: on a CPU-typed device 2 rows of 4 work-items per group. */
+    {"auto", NULL, NULL, NULL, NULL, 11, 37},
+    /* Several rows per group, the last group partial, a non-power-of-two group. */
+    {"stream wg12 team4", "stream", "12", "4", NULL, 7, 37},
+    {"stream wg6 team3", "stream", "6", "3", NULL, 5, 29},
+    {"stream wg1", "stream", "1", "1", NULL, 3, 13},
+    {"stream wg64 team64", "stream", "64", "64", NULL, 2, 37},
+    {"stream wg32 team8", "stream", "32", "8", NULL, 9, 203},
+    /* Rows in registers: lanes past the row's end, one work-item per row. */
+    {"reg wg8 team4", "reg", "8", "4", NULL, 5, 100},
+    {"reg wg4 team1", "reg", "4", "1", NULL, 3, 29},
+    {"reg wg6 team3", "reg", "6", "3", NULL, 5, 90},
+    {"reg auto", "reg", NULL, NULL, NULL, 9, 37},
+    /* Split rows: three slices, the last one short (or shorter than a group). */
+    {"split wg8 S3", "split", "8", NULL, "3", 2, 100},
+    {"split wg6 S3", "split", "6", NULL, "3", 3, 50},
+    {"split wg16 S3", "split", "16", NULL, "3", 2, 37},
+};
+#define NCONFIGS (sizeof configs / sizeof configs[0])
+
+enum { SW_RMS, SW_ADD_RMS, SW_ADD_RMS_UPD, SW_SM3, SW_SMO, SW_SMAUTO, SW_STATS, SW_NOPS };
+static const char *const sw_op_names[SW_NOPS] = {
+    "rmsnorm", "add_rmsnorm", "add_rmsnorm(update)", "softmax-3pass", "softmax-online",
+    "softmax-auto", "softmax-stats"};
+static const cln_op sw_plan_op[SW_NOPS] = {
+    CLN_OP_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_SOFTMAX_3PASS,
+    CLN_OP_SOFTMAX_ONLINE, CLN_OP_SOFTMAX_AUTO, CLN_OP_STATS};
+
+/* ---- coverage --------------------------------------------------------------------- */
+enum {
+    COV_RAN = 1,          /* the kernel ran */
+    COV_MULTIROW = 2,     /* several rows per group, the last group partial */
+    COV_TAIL = 4,         /* the row does not divide evenly over the team */
+    COV_NPOT = 8,         /* a team that is not a power of two */
+    COV_TEAM1 = 16,       /* one work-item per row */
+    COV_SLICE = 32,       /* split: the last slice is partial */
+    COV_RESCALE = 64      /* RMSNorm: rescaled rows beside plain rows */
+};
+static unsigned coverage[NBUILDS][3][CLN_K_COUNT];
+
+typedef struct sw_ctx {
+    cl_context ctx;
+    cl_command_queue q;
+    cl_device_id dev;
+    const cln_profile *prof;
+    int verbose;
+    unsigned long cases, launches, failures, elements;
+} sw_ctx;
+
+#define FAIL(c, ...)                                                                  \
+    do {                                                                              \
+        (c)->failures++;                                                              \
+        printf("FAIL: " __VA_ARGS__);                                                 \
+        printf("\n");                                                                 \
+    } while (0)
+
+static void set_env(const char *name, const char *v)
+{
+    if (v) setenv(name, v, 1); else unsetenv(name);
+}
+
+/* ---- buffers with canaries -------------------------------------------------------- */
+/* A host image of a device buffer: every element starts as a canary value; the view
+   (offset, ld, rows x cols) is filled by the caller. */
+typedef struct sw_buf {
+    clnorm_dtype dt;
+    size_t n;          /* elements */
+    unsigned char *img;
+    cl_mem mem;
+} sw_buf;
+
+static const uint32_t CANARY32 = 0x7fa5a5a5u;  /* a signalling NaN no kernel writes */
+static const uint16_t CANARY16 = 0x7d5au;       /* a signalling NaN in f16 and bf16 */
+
+static void buf_init(sw_buf *b, clnorm_dtype dt, size_t n)
+{
+    b->dt = dt;
+    b->n = n;
+    b->img = malloc(n * rel_esize(dt));
+    b->mem = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (dt == CLNORM_F32) memcpy(b->img + 4 * i, &CANARY32, 4);
+        else memcpy(b->img + 2 * i, &CANARY16, 2);
+    }
+}
+
+static void buf_set(sw_buf *b, size_t i, float v)
+{
+    rel_pack(b->dt, &v, b->img + i * rel_esize(b->dt), 1);
+}
+
+static int buf_upload(sw_ctx *c, sw_buf *b)
+{
+    cl_int err;
+    b->mem = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            b->n * rel_esize(b->dt), b->img, &err);
+    return err == CL_SUCCESS;
+}
+
+/* Reads the buffer back into out (malloc'd). */
+static unsigned char *buf_read(sw_ctx *c, const sw_buf *b)
+{
+    size_t bytes = b->n * rel_esize(b->dt);
+    unsigned char *out = malloc(bytes);
+    if (clEnqueueReadBuffer(c->q, b->mem, CL_TRUE, 0, bytes, out, 0, NULL, NULL) != CL_SUCCESS) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void buf_free(sw_buf *b)
+{
+    if (b->mem) clReleaseMemObject(b->mem);
+    free(b->img);
+    b->mem = NULL;
+    b->img = NULL;
+}
+
+/* 1 if element i lies in the view. */
+static int in_view(size_t i, size_t off, size_t ld, size_t rows, size_t cols)
+{
+    if (i < off) return 0;
+    size_t d = i - off, r = d / ld, c = d % ld;
+    return r < rows && c < cols;
+}
+
+/* ---- inputs ------------------------------------------------------------------------ */
+static void gen_rms_row(uint64_t *s, float *x, size_t cols, int kind, clnorm_dtype dt)
+{
+    for (size_t c = 0; c < cols; c++) {
+        double v = rel_unit(s) * 4.0 - 2.0;
+        if (kind == 1) v *= dt == CLNORM_F16 ? 3e4 : 3e30;  /* sum of squares overflows */
+        if (kind == 2) v *= dt == CLNORM_F16 ? 1e-3 : 1e-30; /* ... or underflows */
+        x[c] = (float)v;
+    }
+    if (kind == 3) x[cols / 2] = NAN;
+}
+
+static void gen_softmax_row(uint64_t *s, float *x, size_t cols, int kind)
+{
+    double off = kind == 4 ? 1e6 : rel_unit(s) * 20.0 - 10.0;
+    for (size_t c = 0; c < cols; c++) x[c] = (float)(off + rel_unit(s) * 8.0 - 4.0);
+    switch (kind) {
+    case 1: x[cols - 1] = NAN; break;                               /* NaN row */
+    case 2: for (size_t c = 0; c < cols; c++) x[c] = -INFINITY; break; /* empty row */
+    case 3: x[0] = INFINITY; x[cols / 2] = INFINITY; break;         /* +inf shares */
+    case 5: x[cols / 3] = -INFINITY; x[cols - 1] = -INFINITY; break;
+    default: break;
+    }
+}
+
+/* ---- one case ---------------------------------------------------------------------- */
+static void record(sw_ctx *c, size_t b, clnorm_dtype dt, int op, size_t rows, size_t cols,
+                   int rescale_mix, const char *label)
+{
+    cln_limits lim;
+    cln_plan pl;
+    char why[512] = "";
+    if (cln_limits_from_env(&lim) ||
+        cln_plan_make(c->prof, &lim, sw_plan_op[op], dt, rows, cols, &pl, why, sizeof why)) {
+        FAIL(c, "%s: the plan function refuses a case that ran: %s", label, why);
+        return;
+    }
+    cln_kernel_id k[3] = {pl.k1, pl.k2, pl.k3};
+    for (int j = 0; j < 3; j++) {
+        if (k[j] == CLN_K_COUNT) continue;
+        unsigned f = COV_RAN;
+        if (pl.variant != CLN_VAR_SPLIT) {
+            if (pl.rows_per_wg > 1 && rows % pl.rows_per_wg) f |= COV_MULTIROW;
+            if (cols % (pl.team * (c->prof->vec ? c->prof->vec : 1)) || cols % pl.team)
+                f |= COV_TAIL;
+            if (pl.team & (pl.team - 1)) f |= COV_NPOT;
+            if (pl.team == 1) f |= COV_TEAM1;
+        } else {
+            if (cols % pl.slice_len) f |= COV_SLICE;
+            if (pl.wg & (pl.wg - 1)) f |= COV_NPOT;
+            f |= COV_TAIL;
+        }
+        if (rescale_mix) f |= COV_RESCALE;
+        coverage[b][dt][k[j]] |= f;
+        c->launches++;
+    }
+    if (c->verbose) {
+        char d[256];
+        cln_plan_describe(&pl, d, sizeof d);
+        printf("  ok %s: %s\n", label, d);
+    }
+}
+
+static void check_values(sw_ctx *c, const char *label, const char *what, clnorm_dtype dt,
+                         const unsigned char *got, size_t off, size_t ld, size_t rows,
+                         size_t cols, const double *want, int *printed)
+{
+    double rel, abs;
+    rel_tolerance(dt, &rel, &abs);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t cc = 0; cc < cols; cc++) {
+            float g = rel_get(dt, got, off + r * ld + cc);
+            double w = want[r * cols + cc];
+            c->elements++;
+            /* The reference is rounded to the storage type like the kernel's output. */
+            double wr = isfinite(w) ? (double)rel_round(dt, (float)w) : w;
+            if (!rel_close(g, w, rel, abs) && !rel_close(g, wr, rel, abs)) {
+                if ((*printed)++ < 4)
+                    FAIL(c, "%s: %s[%zu][%zu] = %.9g, expected %.9g", label, what, r, cc,
+                         (double)g, w);
+                else c->failures++;
+            }
+        }
+}
+
+/* Every element outside the view (off, ld, rows x cols) still holds its initial value. */
+static void check_outside(sw_ctx *c, const char *label, const char *what, const sw_buf *b,
+                          const unsigned char *got, size_t off, size_t ld, size_t rows,
+                          size_t cols)
+{
+    size_t es = rel_esize(b->dt), bad = 0, first = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (rows && in_view(i, off, ld, rows, cols)) continue;
+        if (memcmp(got + i * es, b->img + i * es, es) != 0 && bad++ == 0) first = i;
+    }
+    if (bad)
+        FAIL(c, "%s: %zu element(s) of %s outside its view changed, first at %zu (view "
+             "offset %zu ld %zu %zux%zu)", label, bad, what, first, off, ld, rows, cols);
+}
+
+static void run_case(sw_ctx *c, size_t b, clnorm_dtype dt, const sw_config *cfg, int op,
+                     unsigned long idx)
+{
+    size_t rows = cfg->rows, cols = cfg->cols;
+    const int stats = op == SW_STATS, rms = op <= SW_ADD_RMS_UPD, add = op == SW_ADD_RMS ||
+                                                                         op == SW_ADD_RMS_UPD;
+    const int inplace = !stats && (idx % 3 == 1);
+    const int with_gamma = rms && idx % 2 == 0;
+    const float eps = rms && idx % 4 >= 2 ? 0.0f : 1e-6f;
+    size_t xoff = 1 + idx % 3, xld_arg = idx % 2 ? 0 : cols + 3, xld = xld_arg ? xld_arg : cols;
+    size_t yoff = inplace ? xoff : 2 + idx % 2, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + 2 : 0);
+    size_t yld = yld_arg ? yld_arg : cols;
+    size_t roff = 3, rld = cols + 1;
+    char label[256];
+    snprintf(label, sizeof label, "[%s %s %s] %s %zux%zu%s%s eps %g", builds[b].name,
+             rel_dtype_name(dt), cfg->name, sw_op_names[op], rows, cols,
+             inplace ? " in place" : "", with_gamma ? " gamma" : "", (double)eps);
+    c->cases++;
+
+    uint64_t seed = 0x5eed0000ull + idx * 7919u;
+    float *x = malloc(rows * cols * sizeof *x), *res = malloc(rows * cols * sizeof *res);
+    float *g = malloc(cols * sizeof *g);
+    double *want = malloc(rows * cols * sizeof *want), *wm = malloc(rows * sizeof *wm),
+           *wl = malloc(rows * sizeof *wl);
+    int rescale_kinds = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (rms) {
+            int kind = (int)(r % 4);
+            if (add && kind == 3) kind = 0; /* the NaN row: covered by rmsnorm */
+            gen_rms_row(&seed, x + r * cols, cols, kind, dt);
+            if (kind == 1 || (kind == 2 && eps == 0.0f)) rescale_kinds |= 1;
+            if (kind == 0) rescale_kinds |= 2;
+        } else {
+            gen_softmax_row(&seed, x + r * cols, cols, (int)(r % 6));
+        }
+        for (size_t cc = 0; cc < cols; cc++)
+            res[r * cols + cc] = (float)(rel_unit(&seed) * 2.0 - 1.0);
+    }
+    for (size_t cc = 0; cc < cols; cc++) g[cc] = (float)(0.5 + rel_unit(&seed));
+    /* What the device sees: the inputs rounded to the storage type. */
+    for (size_t i = 0; i < rows * cols; i++) {
+        x[i] = rel_round(dt, x[i]);
+        res[i] = rel_round(dt, res[i]);
+    }
+    for (size_t cc = 0; cc < cols; cc++) g[cc] = rel_round(dt, g[cc]);
+
+    /* Buffers: views with offsets and padding, canaries everywhere else. */
+    sw_buf bx, by, br, bg, bm, bs;
+    memset(&by, 0, sizeof by);
+    memset(&br, 0, sizeof br);
+    memset(&bg, 0, sizeof bg);
+    memset(&bm, 0, sizeof bm);
+    memset(&bs, 0, sizeof bs);
+    buf_init(&bx, dt, xoff + (rows - 1) * xld + cols + 5);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t cc = 0; cc < cols; cc++) buf_set(&bx, xoff + r * xld + cc, x[r * cols + cc]);
+    int ok = buf_upload(c, &bx);
+    if (!inplace && !stats) {
+        buf_init(&by, dt, yoff + (rows - 1) * yld + cols + 4);
+        ok = ok && buf_upload(c, &by);
+    }
+    if (add) {
+        buf_init(&br, dt, roff + (rows - 1) * rld + cols + 2);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t cc = 0; cc < cols; cc++)
+                buf_set(&br, roff + r * rld + cc, res[r * cols + cc]);
+        ok = ok && buf_upload(c, &br);
+    }
+    if (with_gamma) {
+        buf_init(&bg, dt, cols + 3);
+        for (size_t cc = 0; cc < cols; cc++) buf_set(&bg, cc, g[cc]);
+        ok = ok && buf_upload(c, &bg);
+    }
+    if (stats) {
+        buf_init(&bm, CLNORM_F32, rows + 3);
+        buf_init(&bs, CLNORM_F32, rows + 3);
+        ok = ok && buf_upload(c, &bm) && buf_upload(c, &bs);
+    }
+    if (!ok) {
+        FAIL(c, "%s: clCreateBuffer failed", label);
+        goto done;
+    }
+
+    clnorm_matrix vx = {bx.mem, xoff, xld_arg};
+    clnorm_matrix vy = inplace ? vx : (clnorm_matrix){by.mem, yoff, yld_arg};
+    clnorm_matrix vr = {br.mem, roff, rld};
+    cl_event ev = NULL;
+    clnorm_status st;
+    switch (op) {
+    case SW_RMS:
+        st = clnorm_rmsnorm(c->q, dt, rows, cols, vx, bg.mem, vy, eps, 0, NULL, &ev);
+        break;
+    case SW_ADD_RMS:
+    case SW_ADD_RMS_UPD:
+        st = clnorm_add_rmsnorm(c->q, dt, rows, cols, vx, vr, op == SW_ADD_RMS_UPD, bg.mem, vy,
+                                eps, 0, NULL, &ev);
+        break;
+    case SW_STATS:
+        st = clnorm_softmax_stats(c->q, dt, rows, cols, vx, bm.mem, bs.mem, 0, NULL, &ev);
+        break;
+    default:
+        st = clnorm_softmax(c->q, dt, rows, cols, vx, vy,
+                            op == SW_SM3 ? CLNORM_SOFTMAX_THREE_PASS
+                            : op == SW_SMO ? CLNORM_SOFTMAX_ONLINE : CLNORM_SOFTMAX_AUTO,
+                            0, NULL, &ev);
+        break;
+    }
+    if (st != CLNORM_SUCCESS) {
+        FAIL(c, "%s: %s: %s", label, clnorm_status_string(st), clnorm_last_error());
+        goto done;
+    }
+    if (!ev || clWaitForEvents(1, &ev) != CL_SUCCESS) {
+        FAIL(c, "%s: the event did not complete", label);
+        if (ev) clReleaseEvent(ev);
+        goto done;
+    }
+    clReleaseEvent(ev);
+
+    /* The reference, from what the device saw. */
+    int printed = 0;
+    float *h = x;
+    if (add) {
+        h = malloc(rows * cols * sizeof *h);
+        for (size_t i = 0; i < rows * cols; i++) h[i] = rel_round(dt, x[i] + res[i]);
+    }
+    if (rms) rel_ref_rmsnorm(h, rows, cols, with_gamma ? g : NULL, eps, want);
+    else if (stats) rel_ref_stats(x, rows, cols, wm, wl);
+    else rel_ref_softmax(x, rows, cols, want);
+
+    unsigned char *gx = buf_read(c, &bx);
+    if (!gx) { FAIL(c, "%s: reading x back failed", label); goto done_h; }
+    if (inplace) {
+        check_values(c, label, "y", dt, gx, xoff, xld, rows, cols, want, &printed);
+        check_outside(c, label, "y (= x)", &bx, gx, xoff, xld, rows, cols);
+    } else {
+        check_outside(c, label, "x", &bx, gx, 0, 1, 0, 0); /* x: nothing may change */
+    }
+    free(gx);
+    if (by.mem) {
+        unsigned char *gy = buf_read(c, &by);
+        if (gy) {
+            check_values(c, label, "y", dt, gy, yoff, yld, rows, cols, want, &printed);
+            check_outside(c, label, "y", &by, gy, yoff, yld, rows, cols);
+        }
+        free(gy);
+    }
+    if (br.mem) {
+        unsigned char *gr = buf_read(c, &br);
+        if (gr && op == SW_ADD_RMS_UPD) {
+            double *hw = malloc(rows * cols * sizeof *hw);
+            for (size_t i = 0; i < rows * cols; i++) hw[i] = h[i];
+            check_values(c, label, "residual", dt, gr, roff, rld, rows, cols, hw, &printed);
+            check_outside(c, label, "residual", &br, gr, roff, rld, rows, cols);
+            free(hw);
+        } else if (gr) {
+            check_outside(c, label, "residual", &br, gr, 0, 1, 0, 0);
+        }
+        free(gr);
+    }
+    if (bg.mem) {
+        unsigned char *gg = buf_read(c, &bg);
+        if (gg) check_outside(c, label, "gamma", &bg, gg, 0, 1, 0, 0);
+        free(gg);
+    }
+    if (stats) {
+        unsigned char *gm = buf_read(c, &bm), *gs = buf_read(c, &bs);
+        if (gm && gs) {
+            check_values(c, label, "row_max", CLNORM_F32, gm, 0, 1, rows, 1, wm, &printed);
+            check_values(c, label, "row_sum", CLNORM_F32, gs, 0, 1, rows, 1, wl, &printed);
+            check_outside(c, label, "row_max", &bm, gm, 0, 1, rows, 1);
+            check_outside(c, label, "row_sum", &bs, gs, 0, 1, rows, 1);
+        }
+        free(gm);
+        free(gs);
+    }
+    record(c, b, dt, op, rows, cols, rms && rescale_kinds == 3 && dt != CLNORM_F16, label);
+done_h:
+    if (h != x) free(h);
+done:
+    buf_free(&bx);
+    if (by.img) buf_free(&by);
+    if (br.img) buf_free(&br);
+    if (bg.img) buf_free(&bg);
+    if (bm.img) buf_free(&bm);
+    if (bs.img) buf_free(&bs);
+    free(x);
+    free(res);
+    free(g);
+    free(want);
+    free(wm);
+    free(wl);
+}
+
+/* ---- coverage report ---------------------------------------------------------------- */
+static int is_split_kernel(cln_kernel_id k)
+{
+    return k == CLN_K_SPLIT_SS || k == CLN_K_SPLIT_RMS || k == CLN_K_SPLIT_STATS ||
+           k == CLN_K_SPLIT_SM || k == CLN_K_SPLIT_STATS_FINAL || k == CLN_K_SPLIT_MAX ||
+           k == CLN_K_SPLIT_SUMEXP;
+}
+
+/* What each kernel must have met, for every dtype of every build. */
+static unsigned wanted(cln_kernel_id k, clnorm_dtype dt)
+{
+    unsigned w = COV_RAN | COV_TAIL | COV_NPOT;
+    if (!is_split_kernel(k)) w |= COV_MULTIROW | COV_TEAM1;
+    else if (k != CLN_K_SPLIT_STATS_FINAL) w |= COV_SLICE;
+    int rms = k == CLN_K_RMS || k == CLN_K_RMS_REG || k == CLN_K_ADD_RMS ||
+              k == CLN_K_ADD_RMS_REG || k == CLN_K_SPLIT_RMS || k == CLN_K_SPLIT_SS;
+    if (rms && dt != CLNORM_F16) w |= COV_RESCALE;
+    return w;
+}
+
+static unsigned long report_coverage(size_t nbuilds)
+{
+    static const char *const flag_names[] = {"ran", "multirow+partial", "tail", "npot-team",
+                                             "team1", "partial-slice", "rescale"};
+    unsigned long missing = 0, total = 0;
+    for (size_t b = 0; b < nbuilds; b++)
+        for (int dt = 0; dt < 3; dt++)
+            for (int k = 0; k < CLN_K_COUNT; k++) {
+                unsigned w = wanted((cln_kernel_id)k, (clnorm_dtype)dt), have = coverage[b][dt][k];
+                total++;
+                if ((w & have) == w) continue;
+                missing++;
+                printf("FAIL: coverage: %s %s %s lacks:", builds[b].name,
+                       rel_dtype_name((clnorm_dtype)dt), cln_kernel_name((cln_kernel_id)k));
+                for (int f = 0; f < 7; f++)
+                    if ((w & ~have) & (1u << f)) printf(" %s", flag_names[f]);
+                printf("\n");
+            }
+    printf("coverage: %lu of %lu kernel variants (kernel x dtype x build) with every "
+           "awkward case\n", total - missing, total);
+    return missing;
+}
+
+int main(int argc, char **argv)
+{
+    const char *spec = NULL;
+    int quick = 0;
+    sw_ctx c;
+    memset(&c, 0, sizeof c);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--verbose")) c.verbose = 1;
+        else {
+            fprintf(stderr, "usage: %s [--device SPEC] [--quick] [--verbose]\n", argv[0]);
+            return 2;
+        }
+    }
+    /* Built-in plans only, nothing from a disk cache: the same run everywhere. */
+    setenv("CLNORM_TUNING", "off", 1);
+    setenv("CLNORM_CACHE_DIR", "off", 1);
+    setenv("CLNORM_REDUCTION", "local", 1);
+    clnorm_session *s = NULL;
+    clnorm_status st = clnorm_session_create(spec, &s);
+    if (st) {
+        printf("FAIL: no device: %s: %s\n", clnorm_status_string(st), clnorm_last_error());
+        return 1;
+    }
+    c.ctx = clnorm_session_context(s);
+    c.q = clnorm_session_queue(s);
+    clGetCommandQueueInfo(c.q, CL_QUEUE_DEVICE, sizeof c.dev, &c.dev, NULL);
+    if (cln_profile_get(c.dev, &c.prof)) {
+        printf("FAIL: profile: %s\n", clnorm_last_error());
+        return 1;
+    }
+    printf("oclgrind_sweep on \"%s\" (%s): vec %u, max work-group %zu, local memory %llu\n",
+           clnorm_session_device_name(s), c.prof->platform_version, c.prof->vec, c.prof->max_wg,
+           (unsigned long long)c.prof->local_mem);
+    fflush(stdout);
+    double t0 = rel_now();
+    size_t nbuilds = quick ? 1 : NBUILDS;
+    unsigned long idx = 0;
+    for (size_t b = 0; b < nbuilds; b++) {
+        set_env("CLNORM_BUILD_OPTIONS", builds[b].options);
+        double tb = rel_now();
+        unsigned long f0 = c.failures, c0 = c.cases;
+        for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++)
+            for (size_t k = 0; k < NCONFIGS; k++) {
+                const sw_config *cfg = &configs[k];
+                set_env("CLNORM_VARIANT", cfg->variant);
+                set_env("CLNORM_WORK_GROUP", cfg->wg);
+                set_env("CLNORM_ROW_THREADS", cfg->team);
+                set_env("CLNORM_SPLIT", cfg->split);
+                for (int op = 0; op < SW_NOPS; op++)
+                    run_case(&c, b, (clnorm_dtype)dt, cfg, op, idx++);
+            }
+        printf("build %-9s %4lu cases, %lu failures, %.1f s\n", builds[b].name, c.cases - c0,
+               c.failures - f0, rel_now() - tb);
+        fflush(stdout);
+    }
+    unsigned long missing = report_coverage(nbuilds);
+    printf("oclgrind_sweep: %lu cases, %lu kernel launches, %lu elements checked, %lu "
+           "failures, %lu coverage gaps, %.1f s\n", c.cases, c.launches, c.elements,
+           c.failures, missing, rel_now() - t0);
+    clnorm_session_destroy(s);
+    clnorm_release_cache(NULL);
+    return c.failures || missing ? 1 : 0;
+}
