@@ -206,10 +206,14 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
     }
     if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
-    /* Mesa's llvmpipe ends a shader after 65535 loop trips, counted over its eight
-       SIMD lanes and all loops: keep each of a kernel's (at most four) row loops
-       under 2000 trips (measured: a 3-loop kernel fails from 2731 trips). */
-    if (strstr(p->device_name, "llvmpipe")) p->loop_limit = 2000;
+    /* Mesa's llvmpipe ends a shader after 65535 loop trips, counted over all the
+       loops a work-item runs (measured: a kernel with three row loops fails from
+       21848 trips each). Keep each of a kernel's at most four row loops below. */
+    if (strstr(p->device_name, "llvmpipe")) p->loop_limit = 16000;
+    /* Rusticl 22.3 reports CL_KERNEL_WORK_GROUP_SIZE 32 for every kernel, yet runs and
+       gets right work-groups up to the device's 1024 (measured with a local-memory
+       rotation kernel): take the device's limit there. */
+    if (!strcmp(p->platform_name, "rusticl")) p->kernel_wg_understated = 1;
     const char *pv = strstr(p->platform_version, "PoCL ");
     if (pv) p->pocl_major = atoi(pv + 5);
     /* Remember the candidates; the probes decide. */

@@ -53,9 +53,11 @@ typedef struct cln_profile {
     cl_uint vec;            /* CLN_VEC of the streaming loops: 1 on GPUs, the preferred
                                float vector width (up to 16) on CPUs */
     cln_path best_path;     /* fastest path the device has */
+    int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
+                               (Rusticl 22 reports 32, runs 1024 correctly) */
     unsigned loop_limit;    /* most trips one loop of a work-item may make, 0: no limit
                                (Mesa llvmpipe stops a shader after 65535 loop trips
-                               counted over its SIMD lanes and loops) */
+                               counted over all its loops) */
 } cln_profile;
 
 /* Returns the cached profile of dev (probing it on first use). Thread-safe. */

@@ -159,7 +159,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
                 for (int i = 0; i <= j; i++) cln_kernel_return(&lease[i]);
                 return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_kernel_name(kid));
             }
-            if (m && m < kmax) kmax = m;
+            if (m && m < kmax && !prof->kernel_wg_understated) kmax = m;
         }
         if (pl->wg <= kmax) return CLNORM_SUCCESS;
         for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);

@@ -33,6 +33,10 @@
     X(disk_cache_processes, 1)                                                         \
     X(disk_cache_invalidate, 1)                                                        \
     X(tuning_file, 1)                                                                  \
+    X(add_rmsnorm_values, 1)                                                           \
+    X(add_rmsnorm_views, 1)                                                            \
+    X(rmsnorm_extreme, 1)                                                              \
+    X(lowp_special, 1)                                                                 \
     X(merge, 0)                                                                        \
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \

@@ -27,13 +27,14 @@
 #include <string.h>
 
 /* ---- what is swept ------------------------------------------------------------- */
-typedef struct sw_build { const char *name, *options; } sw_build;
+/* CLNORM_BUILD_OPTIONS come after the library's own options, so -U/-D replace them. */
+typedef struct sw_build { const char *name, *options; unsigned vec; } sw_build;
 static const sw_build builds[] = {
-    {"native", NULL},                                       /* as this device gets it */
-    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0"}, /* round-robin lanes */
-    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
-    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
-    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1"},
+    {"native", NULL, 0},                                    /* as this device gets it */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0", 1}, /* round-robin */
+    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8},
+    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16},
 };
 #define NBUILDS (sizeof builds / sizeof builds[0])
 
@@ -209,13 +210,13 @@ static void record(sw_ctx *c, size_t b, clnorm_dtype dt, int op, size_t rows, si
         return;
     }
     cln_kernel_id k[3] = {pl.k1, pl.k2, pl.k3};
+    size_t vec = builds[b].vec ? builds[b].vec : (c->prof->vec ? c->prof->vec : 1);
     for (int j = 0; j < 3; j++) {
         if (k[j] == CLN_K_COUNT) continue;
         unsigned f = COV_RAN;
         if (pl.variant != CLN_VAR_SPLIT) {
             if (pl.rows_per_wg > 1 && rows % pl.rows_per_wg) f |= COV_MULTIROW;
-            if (cols % (pl.team * (c->prof->vec ? c->prof->vec : 1)) || cols % pl.team)
-                f |= COV_TAIL;
+            if (cols % pl.team || (vec > 1 && cols % vec)) f |= COV_TAIL;
             if (pl.team & (pl.team - 1)) f |= COV_NPOT;
             if (pl.team == 1) f |= COV_TEAM1;
         } else {
