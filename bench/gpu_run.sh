@@ -31,7 +31,17 @@ fi
 CLNORM_CACHE_DIR=off CLNORM_BUILD_LOG=1 CLNORM_BUILD_OPTIONS=-cl-nv-verbose \
     /tmp/gb/tools/clnorm run --device nvidia --rows 256 --cols 4096 > "$OUT/nv-verbose.log" 2>&1
 grep -E "Used|spill" "$OUT/nv-verbose.log" | sort | uniq -c | head -40
-for v in reg stream; do
-    echo "== rmsnorm variant $v"
-    CLNORM_VARIANT=$v /tmp/gb/tools/clnorm bench --device nvidia --op rmsnorm 2>/dev/null | tail -6
-done
+for v in reg stream split; do
+    for op in rmsnorm softmax; do
+        echo "== $op variant $v"
+        CLNORM_VARIANT=$v /tmp/gb/tools/clnorm bench --device nvidia --op $op 2>/dev/null | grep -E "^(rmsnorm|softmax) "
+    done
+done > "$OUT/variants.log" 2>&1
+cat "$OUT/variants.log"
+# What the overflow-safe RMSNorm costs ordinary rows: the same kernels built without
+# the rescaling branch.
+for opt in "" "-DCLN_NO_RESCALE"; do
+    echo "== rmsnorm build options '$opt'"
+    CLNORM_BUILD_OPTIONS="$opt" /tmp/gb/tools/clnorm bench --device nvidia --op rmsnorm 2>/dev/null | grep -E "^rmsnorm "
+done > "$OUT/rescale-cost.log" 2>&1
+cat "$OUT/rescale-cost.log"
