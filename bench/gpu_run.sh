@@ -26,6 +26,7 @@ if [ "${SKIP_BENCH:-}" != 1 ]; then
         > "$OUT/compare-h200.log" 2>&1
     tail -40 "$OUT/compare-h200.log"
 fi
+[ "${SKIP_DIAG:-}" = 1 ] && exit 0
 # Diagnostics for the record: registers and spills per kernel, and the RMSNorm
 # variants side by side.
 CLNORM_CACHE_DIR=off CLNORM_BUILD_LOG=1 CLNORM_BUILD_OPTIONS=-cl-nv-verbose \
