@@ -34,8 +34,11 @@ inline void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *
     }
 }
 
-/* True in every work-item when any row of the work-group wants b; flag is a
-   __local int that work-item 0 cleared at the kernel's start. */
+/* True in every work-item when any row of the work-group wants b; flag is the
+   __local int after the reduction scratch (CLN_FLAG), cleared by work-item 0 at the
+   kernel's start. It lives in the scratch argument rather than in a kernel-scope
+   __local variable: PoCL 5 wrote outside the output with the latter. */
+#define CLN_FLAG ((__local int *)(scratch + get_local_size(0)))
 inline bool cln_any(bool b, __local int *flag, uint team)
 {
     if (team == get_local_size(0)) return b; /* one row: already uniform */
@@ -65,34 +68,35 @@ inline float cln_round(float v)
 
 /* Streaming form, shared by rmsnorm (rr == 0) and the fused add. */
 #define CLN_RMS_STREAM_BODY(LOADV)                                                   \
-    float ss = 0.0f;                                                                 \
+    float ss = 0.0f, se = 0.0f;                                                      \
     if (active)                                                                      \
         for (ulong c = lane; c < cols; c += team) {                                  \
             float v = LOADV(c);                                                      \
-            ss = fma(v, v, ss);                                                      \
+            CLN_KAHAN(ss, se, v * v);                                                \
         }                                                                            \
+    ss -= se;                                                                        \
     ss = cln_sum(ss, scratch, lid, lane, team);                                      \
     float scale = 1.0f;                                                              \
     bool need = active && cln_rms_needs_rescale(ss, eps);                            \
-    if (cln_any(need, &flag, team)) {                                                \
+    if (cln_any(need, CLN_FLAG, team)) {                                                \
         float ma = 0.0f, s2 = 0.0f;                                                  \
         if (active)                                                                  \
             for (ulong c = lane; c < cols; c += team) ma = fmax(ma, fabs(LOADV(c))); \
         ma = cln_max(ma, scratch, lid, lane, team);                                  \
         if (need) scale = cln_rms_scale(ma);                                         \
+        float e2 = 0.0f;                                                             \
         if (need)                                                                    \
             for (ulong c = lane; c < cols; c += team) {                              \
                 float t = LOADV(c) * scale;                                          \
-                s2 = fma(t, t, s2);                                                  \
+                CLN_KAHAN(s2, e2, t * t);                                            \
             }                                                                        \
-        s2 = cln_sum(s2, scratch, lid, lane, team);                                  \
+        s2 = cln_sum(s2 - e2, scratch, lid, lane, team);                             \
         if (need) ss = s2;                                                           \
     }                                                                                \
-    if (!active) return;                                                             \
     float sc, rs;                                                                    \
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
     __global cln_t *yr = y + yoff + row * yld;                                       \
-    for (ulong c = lane; c < cols; c += team) {                                      \
+    for (ulong c = lane; active && c < cols; c += team) {                            \
         float o = (LOADV(c) * sc) * rs;                                              \
         if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
         CLN_STORE(yr, c, o);                                                         \
@@ -104,26 +108,26 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                              ulong rows, ulong cols, float eps, uint team,
                              __local float *scratch)
 {
-    __local int flag;
     CLN_ROW_SETUP();
-    if (lid == 0) flag = 0;
+    if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     float ma;
     float ss = active ? cln_seg_sumsq(xr, cols, 1.0f, lane, team, &ma) : 0.0f;
     ss = cln_sum(ss, scratch, lid, lane, team);
     float scale = 1.0f;
     bool need = active && cln_rms_needs_rescale(ss, eps);
-    if (cln_any(need, &flag, team)) {
+    if (cln_any(need, CLN_FLAG, team)) {
         ma = cln_max(need ? ma : 0.0f, scratch, lid, lane, team);
         if (need) scale = cln_rms_scale(ma);
         float s2 = need ? cln_seg_sumsq(xr, cols, scale, lane, team, &ma) : 0.0f;
         s2 = cln_sum(s2, scratch, lid, lane, team);
         if (need) ss = s2;
     }
-    if (!active) return;
     float sc, rs;
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
-    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, cols, sc, rs, lane, team);
+    /* Spare rows write nothing: a zero length rather than an early return. */
+    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, active ? cols : 0, sc, rs,
+                        lane, team);
 }
 
 /* Fused: h = x + residual (rounded to the storage type), optionally stored over
@@ -136,9 +140,8 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                                  ulong rows, ulong cols, float eps, uint team,
                                  __local float *scratch)
 {
-    __local int flag;
     CLN_ROW_SETUP();
-    if (lid == 0) flag = 0;
+    if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     __global cln_t *rr = res + roff + row * rld;
     if (active && update)
@@ -155,7 +158,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     ss = cln_sum(ss, scratch, lid, lane, team);                                      \
     float scale = 1.0f;                                                              \
     bool need = active && cln_rms_needs_rescale(ss, eps);                            \
-    if (cln_any(need, &flag, team)) {                                                \
+    if (cln_any(need, CLN_FLAG, team)) {                                                \
         float ma = 0.0f, s2 = 0.0f;                                                  \
         _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ma = fmax(ma, fabs(v[i])); \
         ma = cln_max(ma, scratch, lid, lane, team);                                  \
@@ -167,13 +170,12 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
         s2 = cln_sum(s2, scratch, lid, lane, team);                                  \
         if (need) ss = s2;                                                           \
     }                                                                                \
-    if (!active) return;                                                             \
     float sc, rs;                                                                    \
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
     __global cln_t *yr = y + yoff + row * yld;                                       \
     _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                         \
         ulong c = (ulong)i * team + lane;                                            \
-        if (c < cols) {                                                              \
+        if (active && c < cols) {                                                    \
             float o = (v[i] * sc) * rs;                                              \
             if (has_gamma) o *= CLN_LOAD(gamma, c);                                  \
             CLN_STORE(yr, c, o);                                                     \
@@ -186,9 +188,8 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  ulong rows, ulong cols, float eps, uint team,
                                  __local float *scratch)
 {
-    __local int flag;
     CLN_ROW_SETUP();
-    if (lid == 0) flag = 0;
+    if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     float v[CLN_RMS_REG_K];
 #pragma unroll
@@ -206,9 +207,8 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
                                      ulong rows, ulong cols, float eps, uint team,
                                      __local float *scratch)
 {
-    __local int flag;
     CLN_ROW_SETUP();
-    if (lid == 0) flag = 0;
+    if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     __global cln_t *rr = res + roff + row * rld;
     float v[CLN_RMS_REG_K];
@@ -224,7 +224,11 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     CLN_RMS_REG_TAIL()
 }
 
-/* ---- Split rows (see softmax.cl): partial (sum of squares, max |x|) per slice. ---- */
+/* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where
+   the sum is of (x * 2^e)^2: e = 0 normally, or the slice's own scale when its plain
+   sum overflowed or underflowed. Stage two rescales every part to one common power
+   of two, so no stage needs to read x again after another may have written y over
+   it (in place). ------------------------------------------------------------------ */
 __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                               ulong slices, ulong slice_len, __global float *part,
                               __local float *scratch)
@@ -234,14 +238,22 @@ __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ul
     float ma, ss = cln_seg_sumsq(xr + c0, c1 - c0, 1.0f, lane, team, &ma);
     ss = cln_sum(ss, scratch, lid, lane, team);
     ma = cln_max(ma, scratch, lid, lane, team);
+    float e = 0.0f;
+    if (cln_rms_needs_rescale(ss, 0.0f) && ma > 0.0f && !isinf(ma)) { /* uniform */
+        float sc = cln_rms_scale(ma);
+        e = (float)ilogb(sc);
+        ss = cln_sum(cln_seg_sumsq(xr + c0, c1 - c0, sc, lane, team, &ma), scratch, lid, lane,
+                     team);
+        ma = cln_max(ma, scratch, lid, lane, team) / sc;
+    }
     if (lid == 0) {
-        part[2 * g] = ss;
-        part[2 * g + 1] = ma;
+        part[4 * g] = ss;
+        part[4 * g + 1] = ma;
+        part[4 * g + 2] = e;
     }
 }
 
-/* Stage two: merge the row's partials; a row that needs rescaling (rare) is summed
-   again whole by each of its work-groups, then this slice is written. */
+/* Stage two: merge the row's parts at one scale, then write this slice. */
 __kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global const cln_t *gamma, uint has_gamma,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong cols,
@@ -249,22 +261,28 @@ __kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xl
                                    __global const float *part, __local float *scratch)
 {
     CLN_SPLIT_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
-    float ss = 0.0f, ma = 0.0f;
+    __global const float *pr = part + 4 * row * slices;
+    float ss = 0.0f, ma = 0.0f, scaled = 0.0f;
     for (ulong i = lid; i < slices; i += team) {
-        ss += part[2 * (row * slices + i)];
-        ma = fmax(ma, part[2 * (row * slices + i) + 1]);
+        ss += pr[4 * i];
+        ma = fmax(ma, pr[4 * i + 1]);
+        scaled = fmax(scaled, pr[4 * i + 2] != 0.0f ? 1.0f : 0.0f);
     }
     ss = cln_sum(ss, scratch, lid, lane, team);
+    ma = cln_max(ma, scratch, lid, lane, team);
+    scaled = cln_max(scaled, scratch, lid, lane, team);
     float scale = 1.0f;
-    if (cln_rms_needs_rescale(ss, eps)) { /* uniform: one row per work-group */
-        ma = cln_max(ma, scratch, lid, lane, team);
+    /* Uniform: one row per work-group. */
+    if ((scaled != 0.0f || cln_rms_needs_rescale(ss, eps)) && ma > 0.0f && !isinf(ma)) {
         scale = cln_rms_scale(ma);
-        float s2 = cln_seg_sumsq(xr, cols, scale, lane, team, &ma);
+        int es = ilogb(scale);
+        float s2 = 0.0f;
+        for (ulong i = lid; i < slices; i += team)
+            s2 += ldexp(pr[4 * i], 2 * (es - (int)pr[4 * i + 2]));
         ss = cln_sum(s2, scratch, lid, lane, team);
     }
     float sc, rs;
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
-    cln_seg_scale_write(xr + c0, y + yoff + row * yld + c0, gamma + c0, has_gamma, c1 - c0, sc,
-                        rs, lane, team);
+    cln_seg_scale_write(x + xoff + row * xld + c0, y + yoff + row * yld + c0, gamma + c0,
+                        has_gamma, c1 - c0, sc, rs, lane, team);
 }

@@ -117,8 +117,8 @@ __kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld,
     cln_seg_online(x + xoff + row * xld + c0, c1 - c0, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
     if (lid == 0) {
-        part[2 * g] = m;
-        part[2 * g + 1] = l;
+        part[4 * g] = m;
+        part[4 * g + 1] = l;
     }
 }
 
@@ -129,7 +129,7 @@ inline void cln_merge_parts(__global const float *part, ulong row, ulong slices,
     *m = -INFINITY;
     *l = 0.0f;
     for (ulong i = lid; i < slices; i += team)
-        cln_merge(m, l, part[2 * (row * slices + i)], part[2 * (row * slices + i) + 1]);
+        cln_merge(m, l, part[4 * (row * slices + i)], part[4 * (row * slices + i) + 1]);
     cln_pair(m, l, scratch, scratch + team, lid, lid, team);
 }
 
@@ -185,7 +185,7 @@ __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld
     float l = cln_seg_sumexp(x + xoff + row * xld + c0, c1 - c0, m, lane, team);
     l = cln_sum(l, scratch, lid, lane, team);
     if (lid == 0) {
-        part[2 * g] = m;
-        part[2 * g + 1] = l;
+        part[4 * g] = m;
+        part[4 * g + 1] = l;
     }
 }

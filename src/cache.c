@@ -127,9 +127,9 @@ static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_h
 }
 
 /* Memory cache miss: the disk cache, else the source (and then into the disk cache). */
-static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *src, size_t len)
+static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *src, size_t len,
+                               uint64_t src_hash)
 {
-    uint64_t src_hash = cln_hash64(src, len, 0);
     if (cln_build_from_disk(e, p, src_hash, len)) return CLNORM_SUCCESS;
     cl_int err;
     cl_program prog = clCreateProgramWithSource(e->ctx, 1, &src, &len, &err);
@@ -232,7 +232,7 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     cln_progs = e;
     pthread_mutex_unlock(&cln_cache_lock);
 
-    st = cln_build(e, p, src, len);
+    st = cln_build(e, p, src, len, src_hash);
     if (owned) free(src);
 
     pthread_mutex_lock(&cln_cache_lock);

@@ -192,9 +192,10 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
     if (n > 1) {
-        /* Pairs first, then (three stages) the maxima at an offset every device
+        /* Four floats per work-group first ((m, l) or RMSNorm's (sum, max, scale)),
+           then (three stages) the maxima at an offset every device
            accepts for a sub-buffer (CL_DEVICE_MEM_BASE_ADDR_ALIGN is at most 4 KiB). */
-        size_t pair_bytes = (pl.groups * 2 * sizeof(float) + 4095) / 4096 * 4096;
+        size_t pair_bytes = (pl.groups * 4 * sizeof(float) + 4095) / 4096 * 4096;
         if ((st = cln_scratch_acquire(ctx, pair_bytes + (n == 3 ? pl.groups * sizeof(float) : 0),
                                       &scratch)))
             goto fail;

@@ -361,7 +361,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     } else {
         out->groups = rows ? cln_div_up(rows, out->rows_per_wg) : 0;
     }
-    out->local_bytes = wg * sizeof(float) * cln_local_floats(op, var);
+    /* Plus one int after the scratch: RMSNorm's flag word (CLN_FLAG in cl/). */
+    out->local_bytes = wg * sizeof(float) * cln_local_floats(op, var) + sizeof(cl_int);
     cln_kernels(out);
     return CLNORM_SUCCESS;
 }

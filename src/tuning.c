@@ -14,7 +14,7 @@
 
 typedef struct cln_tune_table {
     const cln_profile *prof;
-    char path[4200];
+    char dir[4096]; /* the cache folder it was read from */
     cln_tune_entry *e;
     size_t n;
     struct cln_tune_table *next;
@@ -185,17 +185,18 @@ int cln_tuning_apply(const cln_profile *p, cln_op *op, clnorm_dtype dtype, size_
         return 0;
     const char *env = getenv("CLNORM_TUNING");
     if (env && !strcmp(env, "off")) return 0;
-    char path[4200];
-    if (cln_tuning_file(p, path, sizeof path, NULL, 0)) return 0;
+    /* Every call comes here: only the folder is worked out each time. */
+    char dir[4096];
+    if (cln_disk_dir(dir, sizeof dir, 0)) return 0;
     cln_tune_entry e = {0};
     int found = 0;
     pthread_mutex_lock(&cln_tune_lock);
     cln_tune_table *t = cln_tables;
-    while (t && (t->prof != p || strcmp(t->path, path))) t = t->next;
+    while (t && (t->prof != p || strcmp(t->dir, dir))) t = t->next;
     if (!t && (t = calloc(1, sizeof *t)) != NULL) {
         /* Read once per device and folder; a missing or bad file is an empty table. */
         t->prof = p;
-        snprintf(t->path, sizeof t->path, "%s", path);
+        snprintf(t->dir, sizeof t->dir, "%s", dir);
         if (cln_tuning_read(p, &t->e, &t->n)) t->e = NULL, t->n = 0;
         t->next = cln_tables;
         cln_tables = t;
