@@ -241,3 +241,12 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 #ifndef CLN_RMS_REG_K
 #define CLN_RMS_REG_K 16
 #endif
+
+/* How many register slots (i * team + lane < cols, at most k) this work-item fills;
+   0 for a spare row. */
+inline uint cln_reg_count(bool active, ulong cols, uint lane, uint team, uint k)
+{
+    if (!active || lane >= cols) return 0;
+    ulong n = (cols - lane + team - 1) / team;
+    return n < k ? (uint)n : k;
+}

@@ -155,6 +155,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_RMS_REG_TAIL()                                                           \
     float ss = 0.0f;                                                                 \
     _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ss = fma(v[i], v[i], ss); \
+    /* (spare slots hold 0 and add nothing) */                                       \
     ss = cln_sum(ss, scratch, lid, lane, team);                                      \
     float scale = 1.0f;                                                              \
     bool need = active && cln_rms_needs_rescale(ss, eps);                            \
@@ -175,7 +176,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     __global cln_t *yr = y + yoff + row * yld;                                       \
     _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                         \
         ulong c = (ulong)i * team + lane;                                            \
-        if (active && c < cols) {                                                    \
+        if (i < n) {                                                                 \
             float o = (v[i] * sc) * rs;                                              \
             if (has_gamma) o *= CLN_LOAD(gamma, c);                                  \
             CLN_STORE(yr, c, o);                                                     \
@@ -191,12 +192,10 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
+    const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
-    for (uint i = 0; i < CLN_RMS_REG_K; i++) {
-        ulong c = (ulong)i * team + lane;
-        v[i] = active && c < cols ? CLN_LOAD(xr, c) : 0.0f;
-    }
+    for (uint i = 0; i < CLN_RMS_REG_K; i++) v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : 0.0f;
     CLN_RMS_REG_TAIL()
 }
 
@@ -211,12 +210,13 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     __global cln_t *rr = res + roff + row * rld;
+    const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
     for (uint i = 0; i < CLN_RMS_REG_K; i++) {
         ulong c = (ulong)i * team + lane;
         v[i] = 0.0f;
-        if (active && c < cols) {
+        if (i < n) {
             v[i] = cln_round(CLN_LOAD(xr, c) + CLN_LOAD(rr, c));
             if (update) CLN_STORE(rr, c, v[i]);
         }

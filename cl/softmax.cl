@@ -49,44 +49,47 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
+    /* Slots at or past n hold nothing: skip their exp, which would otherwise be paid
+       for every one of the CLN_REG_K slots whatever the row's length. */
+    const uint n = cln_reg_count(active, cols, lane, team, CLN_REG_K);
     float v[CLN_REG_K];
 #pragma unroll
-    for (uint i = 0; i < CLN_REG_K; i++) {
-        ulong c = (ulong)i * team + lane;
-        v[i] = active && c < cols ? CLN_LOAD(xr, c) : -INFINITY;
-    }
+    for (uint i = 0; i < CLN_REG_K; i++)
+        v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : -INFINITY;
     float m = -INFINITY, l = 0.0f;
     if (online) {
 #pragma unroll
         for (uint i = 0; i < CLN_REG_K; i++) {
-            if (v[i] > m) {
-                l *= cln_w(m, v[i]);
-                m = v[i];
+            if (i < n) {
+                if (v[i] > m) {
+                    l *= cln_w(m, v[i]);
+                    m = v[i];
+                }
+                l += cln_w(v[i], m);
             }
-            l += cln_w(v[i], m);
         }
         cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
 #pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++) v[i] = cln_w(v[i], m);
+        for (uint i = 0; i < CLN_REG_K; i++)
+            if (i < n) v[i] = cln_w(v[i], m);
     } else {
 #pragma unroll
         for (uint i = 0; i < CLN_REG_K; i++) m = fmax(m, v[i]);
         m = cln_max(m, scratch, lid, lane, team);
 #pragma unroll
         for (uint i = 0; i < CLN_REG_K; i++) {
-            v[i] = cln_w(v[i], m);
-            l += v[i];
+            if (i < n) {
+                v[i] = cln_w(v[i], m);
+                l += v[i];
+            }
         }
         l = cln_sum(l, scratch, lid, lane, team);
     }
-    if (!active) return;
     float inv = cln_inv_sum(l);
     __global cln_t *yr = y + yoff + row * yld;
 #pragma unroll
-    for (uint i = 0; i < CLN_REG_K; i++) {
-        ulong c = (ulong)i * team + lane;
-        if (c < cols) CLN_STORE(yr, c, v[i] * inv);
-    }
+    for (uint i = 0; i < CLN_REG_K; i++)
+        if (i < n) CLN_STORE(yr, (ulong)i * team + lane, v[i] * inv);
 }
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
