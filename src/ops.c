@@ -249,6 +249,25 @@ fail:
     return st;
 }
 
+/* What RMSNorm and the fused add share: eps, the x and y views (y may be exactly x),
+   and gamma (cols elements, not overlapping y). Resolves the views' ld. */
+static clnorm_status cln_check_norm(cl_context ctx, clnorm_matrix *x, clnorm_matrix *y,
+                                    cl_mem gamma, size_t rows, size_t cols, size_t es,
+                                    float eps)
+{
+    int same;
+    clnorm_status st;
+    if ((st = cln_check_eps(eps)) || (st = cln_check_view("x", ctx, x, rows, cols, es)) ||
+        (st = cln_check_view("y", ctx, y, rows, cols, es)) ||
+        (st = cln_check_overlap("x", x, "y", y, rows, cols, es, &same)))
+        return st;
+    if (gamma && ((st = cln_check_array("gamma", ctx, gamma, cols, es)) ||
+                  (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "y", y->mem,
+                                           y->offset * es, cln_view_bytes(y, rows, cols, es)))))
+        return st;
+    return CLNORM_SUCCESS;
+}
+
 clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
                              size_t cols, clnorm_matrix x, cl_mem gamma, clnorm_matrix y,
                              float eps, cl_uint num_wait, const cl_event *wait_list,
@@ -256,18 +275,10 @@ clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t 
 {
     cl_context ctx;
     cl_device_id dev;
-    int same;
     clnorm_status st = cln_check_common(queue, dtype, cols, num_wait, wait_list, &ctx, &dev);
     if (st) return st;
     size_t es = cln_dtype_size(dtype);
-    if ((st = cln_check_eps(eps)) || (st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
-        (st = cln_check_view("y", ctx, &y, rows, cols, es)) ||
-        (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
-        return st;
-    if (gamma && ((st = cln_check_array("gamma", ctx, gamma, cols, es)) ||
-                  (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "y", y.mem,
-                                           y.offset * es, cln_view_bytes(&y, rows, cols, es)))))
-        return st;
+    if ((st = cln_check_norm(ctx, &x, &y, gamma, rows, cols, es, eps))) return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .gamma = gamma, .eps = eps};
     return cln_run(queue, ctx, dev, CLN_OP_RMSNORM, dtype, &a, num_wait, wait_list, event);
@@ -284,10 +295,8 @@ clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, siz
     clnorm_status st = cln_check_common(queue, dtype, cols, num_wait, wait_list, &ctx, &dev);
     if (st) return st;
     size_t es = cln_dtype_size(dtype);
-    if ((st = cln_check_eps(eps)) || (st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
-        (st = cln_check_view("residual", ctx, &residual, rows, cols, es)) ||
-        (st = cln_check_view("y", ctx, &y, rows, cols, es)) ||
-        (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
+    if ((st = cln_check_norm(ctx, &x, &y, gamma, rows, cols, es, eps)) ||
+        (st = cln_check_view("residual", ctx, &residual, rows, cols, es)))
         return st;
     /* residual is read (and maybe written) beside x and y: it may share no element
        with either, not even exactly. */
@@ -296,13 +305,9 @@ clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, siz
         (st = cln_check_overlap("residual", &residual, "y", &y, rows, cols, es, &same)) ||
         (same && (st = cln_fail(CLNORM_INVALID_ARGUMENT, "residual is the same view as y"))))
         return st;
-    if (gamma && ((st = cln_check_array("gamma", ctx, gamma, cols, es)) ||
-                  (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "y", y.mem,
-                                           y.offset * es, cln_view_bytes(&y, rows, cols, es))) ||
-                  (update_residual &&
-                   (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "residual",
-                                            residual.mem, residual.offset * es,
-                                            cln_view_bytes(&residual, rows, cols, es))))))
+    if (gamma && update_residual &&
+        (st = cln_check_disjoint("gamma", gamma, 0, cols * es, "residual", residual.mem,
+                                 residual.offset * es, cln_view_bytes(&residual, rows, cols, es))))
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .res = residual, .gamma = gamma,
