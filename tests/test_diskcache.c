@@ -5,7 +5,9 @@
    disk_cache_processes   16 processes on one empty cache: all succeed, one file per key
    disk_cache_invalidate  another driver, device, option set or source never loads
    tuning_file            the table forces its plans; damaged or stale tables are ignored
-   Each case works in its own temporary CLNORM_CACHE_DIR. On PoCL the library stores
+   Each case works in its own temporary CLNORM_CACHE_DIR; the child processes get a
+   temporary POCL_CACHE_DIR too (PoCL reads it once per process, before the case
+   starts, so in-process calls keep the runner's). On PoCL the library stores
    no binaries (reading one compiles every kernel; see cln_disk_wants_binaries), so
    there the "good" file is one with the right key and a payload the driver refuses. */
 #define _XOPEN_SOURCE 700
@@ -67,7 +69,7 @@ static void alter(char *field)
     field[0] = field[0] == 'x' ? 'y' : 'x';
 }
 
-/* Options and source of the program an f32 call builds on this device. */
+/* The file of the program a call of dtype dt builds on this device. */
 typedef struct prog_id {
     char options[512];
     uint64_t hash;

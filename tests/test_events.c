@@ -126,6 +126,8 @@ static void check_completion(prob *p, cl_command_queue q, cl_command_queue q2, c
     clReleaseEvent(ev);
 }
 
+static int peeks, peeks_held;   /* reads of a gated op's output, and those held back */
+
 /* A user event in the wait list holds the op back until it is set. */
 static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const char *qn)
 {
@@ -154,9 +156,12 @@ static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const
         done = rd && event_status(rd) == CL_COMPLETE;
         if (!done) sleep_ms(10);
     }
+    peeks++;
     if (done)
         CHECK(!memcmp(peek, p->poison, p->ybytes), "%s %zux%zu on %s queue: output written "
               "before the wait-list user event was set", op_name(p->a.op), p->a.rows, p->a.cols, qn);
+    else
+        peeks_held++;
     CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
     CHECK_CL(clWaitForEvents(1, &ev));
     if (rd) { clWaitForEvents(1, &rd); clReleaseEvent(rd); }
@@ -254,6 +259,9 @@ void test_events(void)
             }
         }
     }
+    if (peeks_held)
+        NOTE("%d of %d reads of a gated op's output were held back by the implementation, "
+             "so only the event status showed the gate", peeks_held, peeks);
     if (qo) clReleaseCommandQueue(qo);
     clReleaseCommandQueue(q2);
 }

@@ -19,10 +19,12 @@ static const char tune_usage[] =
     "4M elements), times every candidate plan: variant (stream, reg, split), work-group\n"
     "size, work-items per row (so rows per work-group), work-groups per row (split) and\n"
     "reduction path, on random data, checked against the built-in plan's result. Each\n"
-    "is timed with profiling events: one warm-up run, then the median of N (default\n"
-    "5). The fastest per (operation, dtype, columns), and the faster softmax algorithm\n"
-    "for softmax AUTO, go into the device's tuning file in the cache folder; entries\n"
-    "of other shapes already there are kept. Prints the built-in plan against the best.\n"
+    "is timed with profiling events on the session queue: a warm-up run, then the\n"
+    "median of N (default 5) batches of back-to-back runs (about 2 ms a batch). The\n"
+    "fastest is timed again against the built-in plan, interleaved, and kept only if\n"
+    "it still wins. The winners per (operation, dtype, columns), and the faster softmax\n"
+    "algorithm for softmax AUTO, go into the device's tuning file in the cache folder;\n"
+    "entries of other shapes already there are kept.\n"
     "\n"
     "  --device SPEC  \"P:D\", cpu, gpu or a name substring (see `clnorm devices`)\n"
     "  --quick        f32 only, 128, 4096 and 262144 columns, 1M elements, fewer\n"
@@ -100,35 +102,34 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-/* One run in microseconds, from a marker that a user event holds back (so host-side
-   planning is not timed) to the end of the operation's last kernel; < 0 on error.
-   Rusticl 22.3 gives small counters, not times: there the host clock measures. */
-static double time_once(const tune_bufs *b, cl_context ctx, cln_op op)
+/* Microseconds per run over k runs enqueued back to back, from the first run's start
+   to the last run's end (profiling events); < 0 on error. A split plan's event is
+   its second kernel's, so the first run's first kernel is not counted: 1/k of one. */
+static double time_batch(const tune_bufs *b, cln_op op, size_t k)
 {
-    cl_int err;
-    cl_event gate = clCreateUserEvent(ctx, &err), mark = NULL, ev = NULL;
-    double us = -1;
-    if (err != CL_SUCCESS) return -1;
-    if (clEnqueueMarkerWithWaitList(b->q, 1, &gate, &mark) == CL_SUCCESS &&
-        enqueue(b, op, 0, NULL, &ev) == CLNORM_SUCCESS) {
-        double h0 = now_us();
-        clSetUserEventStatus(gate, CL_COMPLETE);
-        if (clWaitForEvents(1, &ev) == CL_SUCCESS) {
-            double wall = now_us() - h0;
-            cl_ulong t0 = prof_time(mark, CL_PROFILING_COMMAND_END), t1 = prof_time(ev, CL_PROFILING_COMMAND_END);
-            /* Without marker times (some drivers), the last kernel alone. */
-            if (!t0 || t0 > t1) t0 = prof_time(ev, CL_PROFILING_COMMAND_START);
-            us = t1 > t0 && t0 > 1000000 ? (double)(t1 - t0) / 1e3 : wall;
-        }
-    } else {
-        clSetUserEventStatus(gate, CL_COMPLETE);
+    cl_event first = NULL, last = NULL;
+    double us = -1, h0 = now_us();
+    int ok = 1;
+    for (size_t i = 0; i < k && ok; i++)
+        ok = enqueue(b, op, 0, NULL, i == 0 ? &first : i + 1 == k ? &last : NULL) == CLNORM_SUCCESS;
+    if (ok && clWaitForEvents(1, last ? &last : &first) == CL_SUCCESS) {
+        double wall = now_us() - h0;
+        cl_ulong t0 = prof_time(first, CL_PROFILING_COMMAND_START);
+        cl_ulong t1 = prof_time(last ? last : first, CL_PROFILING_COMMAND_END);
+        double prof = t1 > t0 ? (double)(t1 - t0) / 1e3 : 0;
+        /* A span under half the host's is not a time: Rusticl's counters, and PoCL
+           once gave 33 us for a batch of 2 ms runs. */
+        us = (prof >= wall / 2 ? prof : wall) / (double)k;
     }
     clFinish(b->q);
-    if (mark) clReleaseEvent(mark);
-    if (ev) clReleaseEvent(ev);
-    clReleaseEvent(gate);
+    if (first) clReleaseEvent(first);
+    if (last) clReleaseEvent(last);
     return us;
 }
+
+/* Runs per timed batch: enough for about 2 ms, so launch gaps and timer steps
+   average out, at most 64. */
+static size_t batch_for(double us) { return us <= 0 ? 1 : us >= 2000 ? 1 : us < 2000.0 / 64 ? 64 : (size_t)(2000 / us); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -136,14 +137,17 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Warm-up, then the median of n runs; < 0 when the call fails. */
-static double time_median(const tune_bufs *b, cl_context ctx, cln_op op, size_t n)
+/* Warm-up, then the median of n batches; < 0 when the call fails. *k receives the
+   batch length used. */
+static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
 {
     double t[16];
     if (n > 16) n = 16;
-    if (time_once(b, ctx, op) < 0) return -1;
+    double w = time_batch(b, op, 1);
+    if (w < 0) return -1;
+    *k = batch_for(w);
     for (size_t i = 0; i < n; i++)
-        if ((t[i] = time_once(b, ctx, op)) < 0) return -1;
+        if ((t[i] = time_batch(b, op, *k)) < 0) return -1;
     qsort(t, n, sizeof t[0], cmp_double);
     return t[n / 2];
 }
@@ -244,12 +248,13 @@ static void describe(const cand *c, char *buf, size_t len)
 }
 
 /* Tunes one (op, dtype, shape): fills e; 0 when nothing ran. */
-static int tune_one(const cln_profile *p, tune_bufs *b, cl_context ctx, cln_op op, int quick,
+static int tune_one(const cln_profile *p, tune_bufs *b, cln_op op, int quick,
                     size_t repeats, const char *user_reduction, cln_tune_entry *e)
 {
     static cand c[1024];
     force(NULL, user_reduction);
-    double builtin = time_median(b, ctx, op, repeats);
+    size_t kb = 1, kw = 1;
+    double builtin = time_median(b, op, repeats, &kb);
     size_t nref = 0;
     float *ref = builtin >= 0 ? read_out(b, op, &nref) : NULL;
     if (!ref) {
@@ -271,7 +276,8 @@ static int tune_one(const cln_profile *p, tune_bufs *b, cl_context ctx, cln_op o
     cand win = bc;
     for (size_t i = 0; i < n; i++) {
         force(&c[i], NULL);
-        double t = time_median(b, ctx, op, repeats);
+        size_t k;
+        double t = time_median(b, op, repeats, &k);
         if (t < 0) continue; /* e.g. more work-items than the compiled kernel allows */
         double diff;
         if (!same_result(b, op, ref, nref, &diff)) {
@@ -283,19 +289,21 @@ static int tune_one(const cln_profile *p, tune_bufs *b, cl_context ctx, cln_op o
             wrong++;
             continue;
         }
-        if (t < best) best = t, win = c[i];
+        if (t < best) best = t, win = c[i], kw = k;
     }
     free(ref);
-    if (memcmp(&win, &bc, sizeof win)) {
+    if (!memcmp(&win, &bc, sizeof win)) {
+        best = builtin; /* the built-in plan itself, timed again: no gain */
+    } else {
         /* The fastest of many noisy timings is flattered: time it again against the
            built-in plan, interleaved, and keep the built-in plan unless it loses. */
         double tb[16], tw[16];
         size_t r = 0;
         for (; r < repeats && r < 16; r++) {
             force(NULL, user_reduction);
-            tb[r] = time_once(b, ctx, op);
+            tb[r] = time_batch(b, op, kb);
             force(&win, NULL);
-            tw[r] = time_once(b, ctx, op);
+            tw[r] = time_batch(b, op, kw);
         }
         qsort(tb, r, sizeof tb[0], cmp_double);
         qsort(tw, r, sizeof tw[0], cmp_double);
@@ -470,7 +478,7 @@ int cmd_tune(int argc, char **argv)
             int have = 0;
             for (size_t o = 0; o < 4 && ok; o++) {
                 cln_tune_entry e;
-                if (!tune_one(p, &b, ctx, ops[o], quick, repeats, user_reduction, &e)) continue;
+                if (!tune_one(p, &b, ops[o], quick, repeats, user_reduction, &e)) continue;
                 merge(&table, &n, &cap, &e);
                 if (ops[o] == CLN_OP_SOFTMAX_3PASS) sm[0] = e, have |= 1;
                 if (ops[o] == CLN_OP_SOFTMAX_ONLINE) sm[1] = e, have |= 2;
@@ -485,11 +493,12 @@ int cmd_tune(int argc, char **argv)
                 cand w = {a.variant, a.path, a.wg, a.team, a.slices};
                 double tb[16], tw[16];
                 size_t r = 0;
+                size_t k = batch_for(a.best_us);
                 for (; r < repeats && r < 16; r++) {
                     force(NULL, user_reduction);
-                    tb[r] = time_once(&b, ctx, CLN_OP_SOFTMAX_AUTO);
+                    tb[r] = time_batch(&b, CLN_OP_SOFTMAX_AUTO, k);
                     force(&w, NULL);
-                    tw[r] = time_once(&b, ctx, a.op);
+                    tw[r] = time_batch(&b, a.op, k);
                 }
                 force(NULL, user_reduction);
                 qsort(tb, r, sizeof tb[0], cmp_double);

@@ -53,15 +53,20 @@ static const sw_config configs[] = {
     {"stream wg1", "stream", "1", "1", NULL, 3, 13},
     {"stream wg64 team64", "stream", "64", "64", NULL, 2, 37},
     {"stream wg32 team8", "stream", "32", "8", NULL, 9, 203},
-    /* Rows in registers: lanes past the row's end, one work-item per row. */
-    {"reg wg8 team4", "reg", "8", "4", NULL, 5, 100},
-    {"reg wg4 team1", "reg", "4", "1", NULL, 3, 29},
-    {"reg wg6 team3", "reg", "6", "3", NULL, 5, 90},
+    {"stream wg16 team8 cols1", "stream", "16", "8", NULL, 3, 1},
+    {"auto 1x1", NULL, NULL, NULL, NULL, 1, 1},
+    /* Rows in registers (16 elements per work-item for RMSNorm, 32 for softmax):
+       lanes past the row's end, one work-item per row, every register used. */
+    {"reg wg8 team4", "reg", "8", "4", NULL, 5, 61},
+    {"reg wg4 team1", "reg", "4", "1", NULL, 3, 13},
+    {"reg wg6 team3", "reg", "6", "3", NULL, 5, 47},
+    {"reg wg8 team4 long", "reg", "8", "4", NULL, 3, 125},
     {"reg auto", "reg", NULL, NULL, NULL, 9, 37},
     /* Split rows: three slices, the last one short (or shorter than a group). */
     {"split wg8 S3", "split", "8", NULL, "3", 2, 100},
     {"split wg6 S3", "split", "6", NULL, "3", 3, 50},
     {"split wg16 S3", "split", "16", NULL, "3", 2, 37},
+    {"split wg8 S3 short", "split", "8", NULL, "3", 2, 5},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
