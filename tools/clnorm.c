@@ -15,7 +15,6 @@ typedef struct command {
 static const command commands[] = {
     {"devices", cmd_devices, "list platforms and devices, and what clnorm picks on each"},
     {"run", cmd_run, "run every operation on random data: check it and time it"},
-    /* Placeholders: these come in later issues. Put the function in the table. */
     {"bench", cmd_bench, "benchmark a sweep of shapes against copy bandwidth"},
     {"tune", cmd_tune, "time candidate plans and store the fastest for the device"},
     {"cache", cmd_cache, "list, verify or clear the on-disk program cache"},
