@@ -32,6 +32,15 @@ size_t fz_size(fz *f)
     }
 }
 
+void fz_shape(size_t *rows, size_t *cols)
+{
+    const size_t cap = (size_t)1 << 56;
+    size_t n;
+    if (*cols == 0) *cols = 1;
+    if (*cols > cap) *cols = 1 + *cols % cap;
+    if (__builtin_mul_overflow(*rows, *cols, &n) || n > cap) *rows = cap / *cols;
+}
+
 void fz_str(fz *f, char *buf, size_t max)
 {
     size_t n = fz_u8(f) % (max + 1), i;

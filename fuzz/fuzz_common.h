@@ -15,6 +15,9 @@ uint32_t fz_u32(fz *f);
 uint64_t fz_u64(fz *f);
 /* A size: small values most of the time, boundaries and raw 64-bit values too. */
 size_t fz_size(fz *f);
+/* Limits a decoded shape to what a buffer could hold once validated (rows x cols at
+   most 2^56 elements): larger ones never reach the plan, validation refuses them. */
+void fz_shape(size_t *rows, size_t *cols);
 /* A string of up to max bytes (length-prefixed), NUL-terminated into buf (max + 1). */
 void fz_str(fz *f, char *buf, size_t max);
 /* setenv without glibc's per-call leak (value NULL: unset); values up to 300 bytes. */

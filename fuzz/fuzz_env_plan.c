@@ -31,8 +31,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cln_op op = (cln_op)(fz_u8(&f) % CLN_OP_COUNT);
     clnorm_dtype dt = (clnorm_dtype)(fz_u8(&f) % 3);
     size_t rows = fz_size(&f), cols = fz_size(&f);
-    if (cols == 0) cols = 1; /* validated before any plan is made */
+    fz_shape(&rows, &cols); /* validated before any plan is made */
 
+    if (getenv("CLNORM_FUZZ_VERBOSE")) {
+        fprintf(stderr, "profile: type %#llx cus %u max_wg %zu local %llu pref %zu vec %u path %d "
+                "loop_limit %u pocl %d; op %d dtype %d rows %zu cols %zu\n",
+                (unsigned long long)p.type, p.compute_units, p.max_wg,
+                (unsigned long long)p.local_mem, p.pref_multiple, p.vec, (int)p.best_path,
+                p.loop_limit, p.pocl_major, (int)op, (int)dt, rows, cols);
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+            fprintf(stderr, "  %s=%s\n", vars[i], getenv(vars[i]) ? getenv(vars[i]) : "(unset)");
+    }
     cln_limits lim;
     clnorm_status st = cln_limits_from_env(&lim);
     if (st != CLNORM_SUCCESS) {

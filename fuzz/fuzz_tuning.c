@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cln_op op = (cln_op)(fz_u8(&f) % CLN_OP_COUNT);
     clnorm_dtype dt = (clnorm_dtype)(fz_u8(&f) % 3);
     size_t rows = fz_size(&f), cols = fz_size(&f);
-    if (!cols) cols = 1;
+    fz_shape(&rows, &cols);
 
     /* The table text, stored under the device's key. */
     char path[4200], key[2048], dir[4096], name[64];
@@ -98,6 +98,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char why[512] = "";
         clnorm_status st = cln_plan_make(&p, &lim, aop, dt, rows, cols, &pl, why, sizeof why);
         FZ_ASSERT(st == CLNORM_SUCCESS, "an applied entry does not plan: %s", why);
+        /* CLNORM_FUZZ_SKIP_KNOWN=1 lets a long run go past the finding reported in
+           RELIABILITY.md (an entry whose algorithm is another operation). */
+        if (getenv("CLNORM_FUZZ_SKIP_KNOWN") && aop != op && op != CLN_OP_SOFTMAX_AUTO) {
+            cln_tuning_reset();
+            unlink(path);
+            return 0;
+        }
         FZ_ASSERT(op != CLN_OP_SOFTMAX_AUTO ? aop == op
                                             : aop == CLN_OP_SOFTMAX_3PASS ||
                                                   aop == CLN_OP_SOFTMAX_ONLINE ||

@@ -249,7 +249,7 @@ void test_disk_cache_damaged(void)
     if (!stores || one_op(CLNORM_F16) != CLNORM_SUCCESS || access(other.path, F_OK) != 0)
         cln_disk_write(dir, other.name, other.key, "other", 5);
     unsigned char *foreign = read_all(other.path, &n_other);
-    if (!CHECK(good && n_good > 40 && foreign, "no files to damage in %s", dir)) return;
+    if (!CHECK(good && n_good > 40 && foreign, "no files to damage in %s", dir)) goto done;
 
     for (int k = 0; k < D_COUNT; k++) {
         if (k == D_REFUSED && strstr(p->platform_name, "rusticl")) {
@@ -319,6 +319,7 @@ void test_disk_cache_damaged(void)
         }
         CHECK(count_files(dir, ".tmp") == 0, "%s: temporary files left", damage_names[k]);
     }
+done:
     free(good);
     free(foreign);
     rm_rf(dir);

@@ -86,7 +86,11 @@ enum {
     COV_NPOT = 8,         /* a team that is not a power of two */
     COV_TEAM1 = 16,       /* one work-item per row */
     COV_SLICE = 32,       /* split: the last slice is partial */
-    COV_RESCALE = 64      /* RMSNorm: rescaled rows beside plain rows */
+    COV_RESCALE = 64,     /* RMSNorm: rescaled rows beside plain rows */
+    /* What the kernel is, as seen in the plans that used it. */
+    KIND_ROW = 256,       /* a stage of a plan with teams of rows */
+    KIND_SPLIT = 512,     /* a stage of a split plan */
+    KIND_RMS = 1024       /* a stage of an RMSNorm plan (f32 and bf16 can rescale) */
 };
 static unsigned coverage[NBUILDS][3][CLN_K_COUNT];
 
@@ -230,6 +234,9 @@ static void record(sw_ctx *c, size_t b, clnorm_dtype dt, int op, size_t rows, si
             f |= COV_TAIL;
         }
         if (rescale_mix) f |= COV_RESCALE;
+        f |= pl.variant == CLN_VAR_SPLIT ? KIND_SPLIT : KIND_ROW;
+        if (sw_plan_op[op] == CLN_OP_RMSNORM || sw_plan_op[op] == CLN_OP_ADD_RMSNORM)
+            f |= KIND_RMS;
         coverage[b][dt][k[j]] |= f;
         c->launches++;
     }
@@ -471,22 +478,14 @@ done:
 }
 
 /* ---- coverage report ---------------------------------------------------------------- */
-static int is_split_kernel(cln_kernel_id k)
-{
-    return k == CLN_K_SPLIT_SS || k == CLN_K_SPLIT_RMS || k == CLN_K_SPLIT_STATS ||
-           k == CLN_K_SPLIT_SM || k == CLN_K_SPLIT_STATS_FINAL || k == CLN_K_SPLIT_MAX ||
-           k == CLN_K_SPLIT_SUMEXP;
-}
-
-/* What each kernel must have met, for every dtype of every build. */
-static unsigned wanted(cln_kernel_id k, clnorm_dtype dt)
+/* What each kernel must have met, for every dtype of every build, by what it is. A
+   kernel no case ran is a gap too: a new kernel needs a configuration here. */
+static unsigned wanted(unsigned have, clnorm_dtype dt)
 {
     unsigned w = COV_RAN | COV_TAIL | COV_NPOT;
-    if (!is_split_kernel(k)) w |= COV_MULTIROW | COV_TEAM1;
-    else if (k != CLN_K_SPLIT_STATS_FINAL) w |= COV_SLICE;
-    int rms = k == CLN_K_RMS || k == CLN_K_RMS_REG || k == CLN_K_ADD_RMS ||
-              k == CLN_K_ADD_RMS_REG || k == CLN_K_SPLIT_RMS || k == CLN_K_SPLIT_SS;
-    if (rms && dt != CLNORM_F16) w |= COV_RESCALE;
+    if (have & KIND_ROW) w |= COV_MULTIROW | COV_TEAM1;
+    if (have & KIND_SPLIT) w |= COV_SLICE;
+    if ((have & KIND_RMS) && dt != CLNORM_F16) w |= COV_RESCALE;
     return w;
 }
 
@@ -498,7 +497,7 @@ static unsigned long report_coverage(size_t nbuilds)
     for (size_t b = 0; b < nbuilds; b++)
         for (int dt = 0; dt < 3; dt++)
             for (int k = 0; k < CLN_K_COUNT; k++) {
-                unsigned w = wanted((cln_kernel_id)k, (clnorm_dtype)dt), have = coverage[b][dt][k];
+                unsigned have = coverage[b][dt][k], w = wanted(have, (clnorm_dtype)dt);
                 total++;
                 if ((w & have) == w) continue;
                 missing++;
