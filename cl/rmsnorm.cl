@@ -125,9 +125,11 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     }
     float sc, rs;
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
-    /* Spare rows write nothing: a zero length rather than an early return. */
-    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, active ? cols : 0, sc, rs,
-                        lane, team);
+    /* Spare rows leave after the last barrier. (Passing them a zero length instead
+       made llvmpipe skip the writes of a partial last SIMD group, lanes 96-99 of a
+       100-wide group.) */
+    if (!active) return;
+    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, cols, sc, rs, lane, team);
 }
 
 /* Fused: h = x + residual (rounded to the storage type), optionally stored over
