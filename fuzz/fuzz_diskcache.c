@@ -19,6 +19,8 @@
 
 static char tmpdir[64];
 
+static void remove_tmpdir(void) { rmdir(tmpdir); } /* empty: every file is unlinked */
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -26,6 +28,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/clnorm-fuzz-dc-XXXXXX");
     if (!mkdtemp(tmpdir)) abort();
+    atexit(remove_tmpdir);
     return 0;
 }
 

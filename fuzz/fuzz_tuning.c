@@ -16,6 +16,8 @@
 
 static char tmpdir[64];
 
+static void remove_tmpdir(void) { rmdir(tmpdir); } /* empty: every file is unlinked */
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -23,6 +25,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/clnorm-fuzz-tune-XXXXXX");
     if (!mkdtemp(tmpdir)) abort();
+    atexit(remove_tmpdir);
     setenv("CLNORM_CACHE_DIR", tmpdir, 1);
     static const char *const clear[] = {"CLNORM_TUNING", "CLNORM_VARIANT", "CLNORM_WORK_GROUP",
                                         "CLNORM_ROW_THREADS", "CLNORM_SPLIT",
