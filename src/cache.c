@@ -14,6 +14,7 @@
 
 typedef struct cln_kslot {
     cl_kernel kernel;
+    size_t max_wg; /* CL_KERNEL_WORK_GROUP_SIZE, queried once; 0 where not trusted */
     struct cln_kslot *next;
 } cln_kslot;
 
@@ -287,9 +288,22 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
             return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel");
         }
         ls->slot->kernel = k;
+        /* A kernel's limit never changes: read it here, not at every call. Rusticl 22
+           understates it (reports 32, runs 1024), so it is not trusted there. */
+        size_t m = 0;
+        if (!p->kernel_wg_understated &&
+            (err = clGetKernelWorkGroupInfo(k, e->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m,
+                                            NULL)) != CL_SUCCESS) {
+            clReleaseKernel(k);
+            free(ls->slot);
+            free(ls);
+            return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_kernel_name(kid));
+        }
+        ls->slot->max_wg = m;
         ls->slot->next = NULL;
     }
     out->kernel = ls->slot->kernel;
+    out->max_wg = ls->slot->max_wg;
     out->slot = ls;
     return CLNORM_SUCCESS;
 }
@@ -418,14 +432,6 @@ void cln_scratch_release(cln_scratch *s, cl_event after)
     }
 }
 
-/* Frees the pooled buffers of ctx (NULL: all); ones still in flight return later. */
-void cln_scratch_drop(cl_context ctx)
-{
-    pthread_mutex_lock(&cln_cache_lock);
-    cln_scratch_drop_locked(ctx);
-    pthread_mutex_unlock(&cln_cache_lock);
-}
-
 static int cln_scratch_busy_locked(cl_context ctx)
 {
     for (cln_scratch *s = cln_scratch_inflight; s; s = s->next)
@@ -433,7 +439,8 @@ static int cln_scratch_busy_locked(cl_context ctx)
     return 0;
 }
 
-/* Completion callbacks may run a little after clFinish returns: wait for them (at
+/* Frees the pooled buffers of ctx (NULL: all); the caller holds the lock.
+   Completion callbacks may run a little after clFinish returns: wait for them (at
    most two seconds) so that no pooled buffer keeps a released context alive. */
 static void cln_scratch_drop_locked(cl_context ctx)
 {

@@ -322,14 +322,3 @@ done:
     pthread_mutex_unlock(&cln_profiles_lock);
     return st;
 }
-
-void cln_profiles_reset(void)
-{
-    pthread_mutex_lock(&cln_profiles_lock);
-    while (cln_profiles) {
-        cln_profile_entry *e = cln_profiles;
-        cln_profiles = e->next;
-        free(e);
-    }
-    pthread_mutex_unlock(&cln_profiles_lock);
-}

@@ -64,8 +64,6 @@ typedef struct cln_profile {
 CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out);
 /* Fills p from device queries only (no probes); used by tools and profile_get. */
 CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
-/* Drops every cached profile (library unload, tests). */
-CLN_HIDDEN void cln_profiles_reset(void);
 
 /* Enumeration in `clnorm devices` order: platforms, then their devices. */
 typedef struct cln_device_ref { cl_platform_id platform; cl_device_id device;
@@ -151,7 +149,11 @@ CLN_HIDDEN uint64_t cln_hash64(const void *data, size_t len, uint64_t seed);
 
 /* ---- cache.c: programs and kernels ----------------------------------------------- */
 /* A kernel object lent to one caller at a time (clSetKernelArg is not thread-safe). */
-typedef struct cln_kernel_lease { cl_kernel kernel; void *slot; } cln_kernel_lease;
+typedef struct cln_kernel_lease {
+    cl_kernel kernel;
+    size_t max_wg; /* the kernel's own work-group limit, read once at creation; 0: none */
+    void *slot;
+} cln_kernel_lease;
 CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
                                             cln_path path, cln_kernel_id kid,
@@ -162,7 +164,6 @@ CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 typedef struct cln_scratch cln_scratch;
 CLN_HIDDEN clnorm_status cln_scratch_acquire(cl_context ctx, size_t bytes, cln_scratch **out);
 CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
-CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
 /* Builds (or finds) the program of (ctx, dev, dtype, path). */
 CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,

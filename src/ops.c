@@ -146,20 +146,12 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
         cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
         int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
         for (int j = 0; j < n; j++) {
-            cln_kernel_id kid = kids[j];
-            size_t m = 0;
-            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kid, &lease[j]);
+            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kids[j], &lease[j]);
             if (st) {
                 for (int i = 0; i < j; i++) cln_kernel_return(&lease[i]);
                 return st;
             }
-            cl_int err = clGetKernelWorkGroupInfo(lease[j].kernel, dev, CL_KERNEL_WORK_GROUP_SIZE,
-                                                  sizeof m, &m, NULL);
-            if (err != CL_SUCCESS) {
-                for (int i = 0; i <= j; i++) cln_kernel_return(&lease[i]);
-                return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_kernel_name(kid));
-            }
-            if (m && m < kmax && !prof->kernel_wg_understated) kmax = m;
+            if (lease[j].max_wg && lease[j].max_wg < kmax) kmax = lease[j].max_wg;
         }
         if (pl->wg <= kmax) return CLNORM_SUCCESS;
         for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);

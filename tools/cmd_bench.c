@@ -34,25 +34,6 @@ typedef struct result {
     double ms, gbps;
 } result;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Seconds between the marker enqueued just before an operation and the end of the
    operation's event: this covers every kernel of a split plan. */
 static double event_seconds(cl_event marker, cl_event done)
@@ -116,10 +97,10 @@ static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int re
         clEnqueueFillBuffer(q, a, &pat, 1, 0, bytes, 0, NULL, NULL);
         for (int i = 0; i <= reps && i < 32; i++) {
             cl_event e;
-            double w0 = now_s();
+            double w0 = tool_now();
             if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e) != CL_SUCCESS) break;
             clWaitForEvents(1, &e);
-            double w = now_s() - w0;
+            double w = tool_now() - w0;
             cl_ulong s = 0, en = 0;
             clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
             clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
@@ -129,7 +110,7 @@ static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int re
             double pt = en > s ? (double)(en - s) * 1e-9 : 0;
             if (i) t[i - 1] = pt > 0.05 * w ? pt : w; /* the first is a warm-up */
         }
-        best = 2.0 * (double)bytes / median(t, reps) * 1e-9;
+        best = 2.0 * (double)bytes / tool_median(t, (size_t)reps) * 1e-9;
     }
     if (a) clReleaseMemObject(a);
     if (b) clReleaseMemObject(b);
@@ -195,7 +176,7 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     }
     for (int i = 0; ok && i < reps; i++) {
         cl_event m = NULL, e = NULL;
-        double w0 = now_s();
+        double w0 = tool_now();
         clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
         st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, x[i % nin], y, r, gamma, &e);
         if (st) {
@@ -205,7 +186,7 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
             clWaitForEvents(1, &e);
             /* Drivers without working profiling (Rusticl 22) report zeros: fall back
                to the wall clock around enqueue and wait. */
-            double w = now_s() - w0;
+            double w = tool_now() - w0;
             t[i] = event_seconds(m, e);
             if (t[i] <= 0.05 * w) t[i] = w; /* profiling that does not work (Rusticl 22) */
             clReleaseEvent(e);
@@ -237,7 +218,7 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     if (r) clReleaseMemObject(r);
     if (gamma) clReleaseMemObject(gamma);
     if (!ok) return 1;
-    res->ms = median(t, reps) * 1e3;
+    res->ms = tool_median(t, (size_t)reps) * 1e3;
     res->gbps = op_bytes(sh->op, sh->rows, sh->cols, es) / (res->ms * 1e-3) * 1e-9;
     return 0;
 }
@@ -278,14 +259,14 @@ static int bench_host_shape(const bench_cfg *c, const shape *sh, result *res)
     int reps = c->repeats > 64 ? 64 : c->repeats;
     int memcpy_impl = !strcmp(c->impl, "memcpy");
     for (int i = -1; i < reps; i++) {
-        double t0 = now_s();
+        double t0 = tool_now();
         if (memcpy_impl) memcpy(y, x, n * 4);
         else scalar_op(sh->op, sh->rows, sh->cols, x, y, g);
-        if (i >= 0) t[i] = now_s() - t0;
+        if (i >= 0) t[i] = tool_now() - t0;
     }
     volatile float sink = y[n / 2];
     (void)sink;
-    res->ms = median(t, reps) * 1e3;
+    res->ms = tool_median(t, (size_t)reps) * 1e3;
     res->gbps = (memcpy_impl ? 2.0 * (double)n * 4 : op_bytes(sh->op, sh->rows, sh->cols, 4)) /
                 (res->ms * 1e-3) * 1e-9;
     snprintf(res->plan, sizeof res->plan, "%s", memcpy_impl ? "memcpy" : "scalar C loop, -O2");

@@ -219,19 +219,6 @@ static double op_bytes(const run_cfg *c, int op)
     return 2.0 * n * es;
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cl_ok(cl_int err, const char *what)
 {
     if (err == CL_SUCCESS) return 1;
@@ -301,11 +288,11 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
     double host = 0.0; /* time spent inside the clnorm calls themselves */
     for (size_t i = 0; i < 2 + c->repeats; i++) {
         size_t calls = i < 2 ? 1 : batch;
-        double t0 = now_s();
+        double t0 = tool_now();
         for (size_t b = 0; b < calls; b++) {
-            double h0 = now_s();
+            double h0 = tool_now();
             clnorm_status st = enqueue(dd, c, op);
-            if (i >= 2) host += now_s() - h0;
+            if (i >= 2) host += tool_now() - h0;
             if (st) {
                 printf("ERROR\n");
                 tool_report(op_names[op], st);
@@ -314,14 +301,12 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
             }
         }
         if (!cl_ok(clFinish(dd->q), "clFinish")) return 0;
-        double t = now_s() - t0;
+        double t = tool_now() - t0;
         if (i == 1 && t < 5e-3) batch = t > 5e-6 ? (size_t)ceil(5e-3 / t) : 1000;
         if (batch > 1000) batch = 1000;
         if (i >= 2) times[i - 2] = t / (double)calls;
     }
-    qsort(times, c->repeats, sizeof *times, cmp_double);
-    double med = c->repeats % 2 ? times[c->repeats / 2]
-                                : 0.5 * (times[c->repeats / 2 - 1] + times[c->repeats / 2]);
+    double med = tool_median(times, (size_t)c->repeats);
 
     if (op == OP_STATS) {
         if (!cl_ok(clEnqueueReadBuffer(dd->q, dd->smax, CL_TRUE, 0, c->rows * 4, h->smax, 0,
@@ -438,13 +423,13 @@ int cmd_run(int argc, char **argv)
            c.cols, dtype_name(c.dtype), (unsigned long long)c.seed, c.repeats,
            clnorm_version());
     fflush(stdout);
-    double t0 = now_s();
+    double t0 = tool_now();
     if (!times || !host_make(&h, &c, run_eps)) {
         fprintf(stderr, "clnorm run: out of host memory for %zu x %zu\n", c.rows, c.cols);
         ok = 0;
         goto done;
     }
-    printf("input and reference made in %.2f s\n\n", now_s() - t0);
+    printf("input and reference made in %.2f s\n\n", tool_now() - t0);
 
     size_t n = c.rows * c.cols, es = dtype_size(c.dtype);
     cl_int err;

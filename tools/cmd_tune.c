@@ -131,12 +131,6 @@ static double time_batch(const tune_bufs *b, cln_op op, size_t k)
    average out, at most 64. */
 static size_t batch_for(double us) { return us <= 0 ? 1 : us >= 2000 ? 1 : us < 2000.0 / 64 ? 64 : (size_t)(2000 / us); }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Warm-up, then the median of n batches; < 0 when the call fails. *k receives the
    batch length used. */
 static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
@@ -148,8 +142,7 @@ static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
     *k = batch_for(w);
     for (size_t i = 0; i < n; i++)
         if ((t[i] = time_batch(b, op, *k)) < 0) return -1;
-    qsort(t, n, sizeof t[0], cmp_double);
-    return t[n / 2];
+    return tool_median(t, n);
 }
 
 /* The output (y, or row max and sum) as floats. */
@@ -305,9 +298,8 @@ static int tune_one(const cln_profile *p, tune_bufs *b, cln_op op, int quick,
             force(&win, NULL);
             tw[r] = time_batch(b, op, kw);
         }
-        qsort(tb, r, sizeof tb[0], cmp_double);
-        qsort(tw, r, sizeof tw[0], cmp_double);
-        builtin = tb[r / 2], best = tw[r / 2];
+        builtin = tool_median(tb, (size_t)r);
+        best = tool_median(tw, (size_t)r);
         if (best >= builtin) best = builtin, win = bc;
     }
     force(NULL, user_reduction);
@@ -501,8 +493,7 @@ int cmd_tune(int argc, char **argv)
                     tw[r] = time_batch(&b, a.op, k);
                 }
                 force(NULL, user_reduction);
-                qsort(tb, r, sizeof tb[0], cmp_double);
-                qsort(tw, r, sizeof tw[0], cmp_double);
+                double med_b = tool_median(tb, (size_t)r), med_w = tool_median(tw, (size_t)r);
                 cln_limits lim;
                 cln_plan pl;
                 char why[256], desc[96];
@@ -513,8 +504,8 @@ int cmd_tune(int argc, char **argv)
                            pl.variant == CLN_VAR_SPLIT ? pl.slices : 0};
                 a.algo = a.op;
                 a.op = CLN_OP_SOFTMAX_AUTO;
-                a.builtin_us = tb[r / 2];
-                a.best_us = tw[r / 2];
+                a.builtin_us = med_b;
+                a.best_us = med_w;
                 if (a.best_us >= a.builtin_us)
                     a = (cln_tune_entry){CLN_OP_SOFTMAX_AUTO, b.dtype, b.cols, b.rows, pl.op,
                                          bc.variant, bc.path, bc.wg, bc.team, bc.slices,

@@ -38,6 +38,10 @@ int tool_parse_dtype(const char *s, clnorm_dtype *out);
 /* Prints "clnorm: <what>: <STATUS>: <last error>" to stderr. Call it right after the
    failed library call: the last-error text belongs to the latest call. */
 void tool_report(const char *what, clnorm_status st);
+/* Seconds on the monotonic clock. */
+double tool_now(void);
+/* Median of v[0..n) (sorts v in place); 0 for n == 0. */
+double tool_median(double *v, size_t n);
 /* "CPU", "GPU", "GPU|DEFAULT", ... */
 const char *tool_type_name(cl_device_type t, char *buf, size_t len);
 
