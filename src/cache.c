@@ -325,6 +325,7 @@ static void cln_scratch_drop_locked(cl_context ctx);
 
 void clnorm_release_cache(cl_context context)
 {
+    cln_serial_forget(context);
     pthread_mutex_lock(&cln_cache_lock);
     cln_scratch_drop_locked(context);
     cln_prog **pp = &cln_progs;

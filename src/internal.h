@@ -65,6 +65,15 @@ CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **o
 /* Fills p from device queries only (no probes); used by tools and profile_get. */
 CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
 
+/* serial.c: whether operations on p must run one at a time (PoCL 4 and 5, or
+   CLNORM_SERIAL=1); begin locks and gives the event to wait for (NULL or retained),
+   end records done (the operation's final event), flushes q and unlocks; forget drops
+   the record of ctx's operations (NULL: any). */
+CLN_HIDDEN int cln_serial_wanted(const cln_profile *p);
+CLN_HIDDEN void cln_serial_begin(cl_context ctx, cl_event *dep);
+CLN_HIDDEN void cln_serial_end(cl_command_queue q, cl_event done);
+CLN_HIDDEN void cln_serial_forget(cl_context ctx);
+
 /* Enumeration in `clnorm devices` order: platforms, then their devices. */
 typedef struct cln_device_ref { cl_platform_id platform; cl_device_id device;
                                 unsigned pi, di; } cln_device_ref;

@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -177,10 +178,27 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     cln_kernel_lease lease[3] = {{0}, {0}, {0}};
     cln_scratch *scratch = NULL;
     cl_mem part = NULL, maxima = NULL;
-    cl_event prev = NULL, last = NULL;
+    cl_event prev = NULL, last = NULL, dep = NULL, *waits = NULL;
+    const cln_profile *prof;
     cl_int err;
+    int serial = 0;
     clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease);
     if (st) return st;
+    if (!cln_profile_get(dev, &prof) && cln_serial_wanted(prof)) {
+        /* The first kernel also waits for the operation before (serial.c). */
+        serial = 1;
+        cln_serial_begin(ctx, &dep);
+        if (dep) {
+            waits = malloc((num_wait + 1) * sizeof *waits);
+            if (!waits) {
+                st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a wait list");
+                goto fail;
+            }
+            if (num_wait) memcpy(waits, wait_list, num_wait * sizeof *waits);
+            waits[num_wait++] = dep;
+            wait_list = waits;
+        }
+    }
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
     if (n > 1) {
@@ -211,7 +229,7 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         /* The last stage always gets an event: the scratch returns to the pool on it. */
         err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
                                      j ? 1 : num_wait, j ? &prev : wait_list,
-                                     j + 1 < n || scratch ? &done : event);
+                                     j + 1 < n || scratch || serial ? &done : event);
         if (err != CL_SUCCESS) {
             /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
                no work of this call is left behind. */
@@ -222,7 +240,7 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         if (prev) clReleaseEvent(prev);
         prev = done;
     }
-    if (scratch) {
+    if (scratch || serial) {
         last = prev;
         prev = NULL;
         if (event) {
@@ -231,6 +249,9 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         }
     }
 fail:
+    if (serial) cln_serial_end(q, last);
+    if (dep) clReleaseEvent(dep);
+    free(waits);
     if (prev) clReleaseEvent(prev);
     /* Sub-buffers may be released at once: OpenCL keeps them while kernels use them. */
     if (part) clReleaseMemObject(part);

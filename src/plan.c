@@ -261,8 +261,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         while (team > 1 && team > chunks) team /= 2;
         while (team * rpw > max_wg && rpw > 1) rpw /= 2;
         while (team * rpw > max_wg && team > 1) team /= 2;
-        /* PoCL 4+ cannot run one-work-item groups with local arguments; spare rows
-           cost nothing. */
+        /* At least 8 work-items, so the CPU's vector lanes have work; spare rows cost
+           nothing. */
         while (team * rpw < 8 && team * rpw * 2 <= max_wg) rpw *= 2;
         wg = team * rpw;
     } else {
@@ -284,7 +284,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         }
         /* Fill a work-group of about 256 work-items (64 on CPUs) with whole rows, at
            least the preferred multiple even when rows are few: spare rows cost little,
-           and PoCL 4+ cannot run one-work-item groups with local arguments. */
+           and a CPU runs a group of one work-item no faster. */
         size_t target = cpu ? 64 : 256;
         if (target > max_wg) target = max_wg;
         size_t rpw = target > team ? target / team : 1;
@@ -296,11 +296,6 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         wg = team * rpw;
     }
     if (lim->force_wg) {
-        if (wg == 1 && p->pocl_major >= 4) {
-            snprintf(why, why_len, "CLNORM_WORK_GROUP=1: PoCL %d fails to run kernels with "
-                     "local-memory arguments in work-groups of one work-item", p->pocl_major);
-            return CLNORM_UNSUPPORTED;
-        }
         if (wg > max_wg) {
             snprintf(why, why_len, "CLNORM_WORK_GROUP=%zu exceeds the %zu work-items this "
                      "device and kernel allow (local memory %llu bytes)", wg, max_wg,
@@ -366,6 +361,10 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     }
     /* Plus one int after the scratch: RMSNorm's flag word (CLN_FLAG in cl/). */
     out->local_bytes = wg * sizeof(float) * cln_local_floats(op, var) + sizeof(cl_int);
+    /* PoCL 4+ compiles groups of at most two work-items by replicating them, and that
+       path cannot expand the __pocl_work_group_alloca its sub-group builtins call: the
+       kernel then fails to load. Such groups gain nothing from sub-groups anyway. */
+    if (p->pocl_major >= 4 && wg <= 2) out->path = CLN_PATH_LOCAL;
     cln_kernels(out);
     return CLNORM_SUCCESS;
 }

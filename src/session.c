@@ -93,7 +93,7 @@ clnorm_status clnorm_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, size_t 
                                   size_t cols, const void *x, const void *gamma, void *y,
                                   float eps)
 {
-    size_t bytes;
+    size_t bytes = 0;
     cl_mem bx = NULL, bg = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
     if (st) return st;
@@ -114,7 +114,7 @@ fail:
 clnorm_status clnorm_softmax_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
                                   size_t cols, const void *x, void *y, clnorm_softmax_algo algo)
 {
-    size_t bytes;
+    size_t bytes = 0;
     cl_mem bx = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
     if (st) return st;
@@ -133,7 +133,7 @@ clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dtype dtype, s
                                         size_t cols, const void *x, float *row_max,
                                         float *row_sum)
 {
-    size_t bytes;
+    size_t bytes = 0;
     cl_mem bx = NULL, bm = NULL, bs = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
     if (st) return st;
@@ -162,7 +162,7 @@ clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, siz
                                       int update_residual, const void *gamma, void *y,
                                       float eps)
 {
-    size_t bytes;
+    size_t bytes = 0;
     cl_mem bx = NULL, br = NULL, bg = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
     if (st) return st;

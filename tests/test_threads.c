@@ -1,6 +1,7 @@
 /* threads: 8 threads at once, each running random ops on random shapes and checking
    every result; all on the session's queue, then each on its own queue of the same
-   context, then each with its own session. */
+   context, then each with its own session; then the last two with operations run
+   one at a time. */
 #include "test.h"
 
 #include <pthread.h>
@@ -53,7 +54,12 @@ static void *work(void *arg)
 
 void test_threads(void)
 {
-    for (int mode = 0; mode < 3; mode++) {
+    /* Last, the own-queue and own-session modes again with operations forced to run
+       one at a time (serial.c, the default on PoCL 4 and 5), so that the cross-queue
+       and cross-context waits run on every device. */
+    for (int pass = 0; pass < 5; pass++) {
+        int mode = pass < 3 ? pass : pass - 2;
+        if (pass == 3) t_setenv("CLNORM_SERIAL", "1");
         worker ws[NTHREADS];
         pthread_t th[NTHREADS];
         double t0 = t_now();
@@ -68,7 +74,9 @@ void test_threads(void)
         for (int i = 0; i < NTHREADS; i++) done += ws[i].ops_done;
         CHECK(done == NTHREADS * OPS_PER_THREAD, "%s: %d of %d ops ran", mode_names[mode], done,
               NTHREADS * OPS_PER_THREAD);
-        NOTE("%s: %d threads x %d ops, %d failures, %.2f s", mode_names[mode], NTHREADS,
-             OPS_PER_THREAD, t_failures() - before, t_now() - t0);
+        NOTE("%s%s: %d threads x %d ops, %d failures, %.2f s", mode_names[mode],
+             pass >= 3 ? " (serial)" : "", NTHREADS, OPS_PER_THREAD, t_failures() - before,
+             t_now() - t0);
     }
+    t_env_restore();
 }

@@ -224,6 +224,10 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, size_
                 "%s: sub-group path on a device without sub-groups", label);
     ok &= CHECK(pl->path != CLN_PATH_NV || p->has_nv_shuffle,
                 "%s: NV path on a device without PTX shuffles", label);
+    /* PoCL 4+ cannot load sub-group builtins in groups of two work-items or fewer. */
+    if (p->pocl_major >= 4 && pl->wg <= 2)
+        ok &= CHECK(pl->path == CLN_PATH_LOCAL, "%s: path %d in a group of %zu on PoCL %d",
+                    label, (int)pl->path, pl->wg, p->pocl_major);
     return ok;
 }
 
@@ -284,6 +288,7 @@ void test_plan(void)
     named_profile profs[] = {
         make_profile("NVIDIA H200", CL_DEVICE_TYPE_GPU, 132, 1024, 48 * 1024, 32, 0, 1),
         make_profile("PoCL CPU", CL_DEVICE_TYPE_CPU, 2, 4096, 512 * 1024, 8, 0, 0),
+        make_profile("PoCL 5 CPU", CL_DEVICE_TYPE_CPU, 16, 4096, 512 * 1024, 8, 1, 0),
         make_profile("Rusticl llvmpipe", CL_DEVICE_TYPE_CPU, 2, 1024, 32 * 1024, 8, 0, 0),
         make_profile("Adreno sg64", CL_DEVICE_TYPE_GPU, 6, 1024, 32 * 1024, 64, 1, 0),
         make_profile("Adreno sg128", CL_DEVICE_TYPE_GPU, 6, 1024, 32 * 1024, 128, 1, 0),
@@ -293,6 +298,7 @@ void test_plan(void)
         make_profile("Intel sg32", CL_DEVICE_TYPE_GPU, 96, 1024, 64 * 1024, 32, 1, 0),
         make_profile("small GPU", CL_DEVICE_TYPE_GPU, 4, 64, 16 * 1024, 16, 0, 0),
     };
+    profs[2].p.pocl_major = 5;
     const size_t rows_list[] = {1, 2, 3, 7, 8, 100, 4096, 65536, 1u << 20};
     const size_t cols_list[] = {1, 2, 31, 32, 33, 128, 1000, 4096, 4097, 32768, 65537, 262144,
                                 1u << 20, (1u << 20) + 3};
@@ -378,7 +384,7 @@ void test_plan(void)
         }
 
         /* Forced sizes: honoured when possible, INVALID_ARGUMENT with a reason if not. */
-        const size_t fwg[] = {1, 7, 48, 64, p->max_wg};
+        const size_t fwg[] = {1, 2, 7, 48, 64, p->max_wg};
         for (size_t w = 0; w < COUNT_OF(fwg); w++) {
             if (fwg[w] > p->max_wg) continue;
             size_t teams[] = {fwg[w], 1, fwg[w] % 2 ? fwg[w] : fwg[w] / 2};
