@@ -22,7 +22,7 @@ static const shape grid[] = {
 
 typedef struct bench_cfg {
     const char *device, *json, *csv, *impl, *only_op;
-    int quick, repeats, all_dtypes, algo;
+    int quick, repeats, all_dtypes, algo, batch;
     clnorm_dtype dtype;
 } bench_cfg;
 
@@ -174,23 +174,30 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
             clReleaseEvent(e);
         }
     }
+    /* With --batch N, each repeat times N calls back to back (inputs still rotated)
+       and counts a call as a N-th: the device's throughput, with the host's work of
+       one call hidden behind the device's work of the one before. */
+    int batch = c->batch > 0 ? c->batch : 1;
     for (int i = 0; ok && i < reps; i++) {
         cl_event m = NULL, e = NULL;
         double w0 = tool_now();
         clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
-        st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, x[i % nin], y, r, gamma, &e);
-        if (st) {
-            tool_report(sh->op, st);
-            ok = 0;
-        } else {
+        for (int b = 0; ok && b < batch; b++) {
+            if (e) clReleaseEvent(e), e = NULL;
+            st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, x[(i * batch + b) % nin], y, r,
+                            gamma, &e);
+            if (st) tool_report(sh->op, st), ok = 0;
+        }
+        if (ok) {
             clWaitForEvents(1, &e);
             /* Drivers without working profiling (Rusticl 22) report zeros: fall back
                to the wall clock around enqueue and wait. */
             double w = tool_now() - w0;
             t[i] = event_seconds(m, e);
             if (t[i] <= 0.05 * w) t[i] = w; /* profiling that does not work (Rusticl 22) */
-            clReleaseEvent(e);
+            t[i] /= batch;
         }
+        if (e) clReleaseEvent(e);
         if (m) clReleaseEvent(m);
     }
     if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
@@ -279,14 +286,16 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
             "                    [--op softmax|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--impl clnorm|scalar|memcpy]\n"
+            "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
             "                    [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
             "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
             "prints the plan, time, GB/s (bytes read plus written) and the percentage of\n"
             "the device's buffer-copy bandwidth measured in the same run. --quick runs the\n"
-            "subset for small machines. --impl scalar/memcpy time host C loops instead.\n"
+            "subset for small machines. --batch N times N calls back to back per repeat\n"
+            "(device throughput; the default 1 times single calls, host work included).\n"
+            "--impl scalar/memcpy time host C loops instead.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -350,6 +359,12 @@ int cmd_bench(int argc, char **argv)
             else if (!tool_parse_dtype(v, &c.dtype)) return TOOL_USAGE;
             continue;
         }
+        if ((m = tool_opt(argc, argv, &i, "--batch", &v))) {
+            size_t n;
+            if (m < 0 || !tool_parse_size("--batch", v, &n)) return TOOL_USAGE;
+            c.batch = (int)(n > 1000 ? 1000 : n);
+            continue;
+        }
         if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
             size_t n;
             if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
@@ -381,7 +396,9 @@ int cmd_bench(int argc, char **argv)
         copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
-    printf("clnorm bench %s on %s: %s, median of %d\n", clnorm_version(), device, c.impl, c.repeats);
+    printf("clnorm bench %s on %s: %s, median of %d%s\n", clnorm_version(), device, c.impl,
+           c.repeats, c.batch > 1 ? " batches" : "");
+    if (c.batch > 1) printf("each a batch of %d calls back to back\n", c.batch);
     if (!host) printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy");

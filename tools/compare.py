@@ -31,7 +31,7 @@ def run_clnorm(exe, args):
     return json.loads(out[out.index('{"impl"'):])
 
 
-def bench_torch(dev, dtype, quick, repeats):
+def bench_torch(dev, dtype, quick, repeats, batch=1):
     import torch
     import torch.nn.functional as F
     tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -53,13 +53,20 @@ def bench_torch(dev, dtype, quick, repeats):
         f(xs[0])
         times = []
         for i in range(repeats):
-            x = xs[i % nin]
+            # A batch of calls back to back, as clnorm bench --batch times them.
+            batch_x = [xs[(i * batch + b) % nin] for b in range(batch)]
             if dev == "cuda":
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize(); s.record(); f(x); e.record(); torch.cuda.synchronize()
-                times.append(s.elapsed_time(e) * 1e-3)
+                torch.cuda.synchronize(); s.record()
+                for x in batch_x:
+                    f(x)
+                e.record(); torch.cuda.synchronize()
+                times.append(s.elapsed_time(e) * 1e-3 / batch)
             else:
-                t0 = time.perf_counter(); f(x); times.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                for x in batch_x:
+                    f(x)
+                times.append((time.perf_counter() - t0) / batch)
         times.sort()
         t = times[len(times) // 2]
         res.append({"op": op, "dtype": dtype, "rows": rows, "cols": cols, "ms": t * 1e3,
@@ -102,6 +109,8 @@ def main():
     ap.add_argument("--numpy", action="store_true")
     ap.add_argument("--scalar", action="store_true", help="also the scalar C loop and memcpy")
     ap.add_argument("--repeats", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1,
+                    help="calls timed back to back per repeat, the same for every implementation")
     ap.add_argument("--out", default="compare", help="prefix of the .md, .json and .png written")
     a = ap.parse_args()
     dtypes = a.dtype.split(",")
@@ -110,7 +119,7 @@ def main():
     env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
     for spec in a.device or [None]:
         for dt in dtypes:
-            args = ["--dtype", dt, "--repeats", str(rep)] + (["--quick"] if a.quick else [])
+            args = ["--dtype", dt, "--repeats", str(rep), "--batch", str(a.batch)] + (["--quick"] if a.quick else [])
             if spec:
                 args += ["--device", spec]
             print("clnorm", spec or "default", dt, file=sys.stderr, flush=True)
@@ -125,7 +134,7 @@ def main():
     if a.torch_device != "none":
         try:
             for dt in dtypes:
-                impls.setdefault("torch " + a.torch_device, []).extend(bench_torch(a.torch_device, dt, a.quick, rep))
+                impls.setdefault("torch " + a.torch_device, []).extend(bench_torch(a.torch_device, dt, a.quick, rep, a.batch))
         except ImportError as e:
             print("torch skipped:", e, file=sys.stderr)
     if a.numpy:
