@@ -11,7 +11,7 @@ B="/tmp/gb/tools/clnorm bench --device nvidia"
 run() { # label, env..., -- bench args
     local label=$1; shift
     echo "== $label"
-    env "$@" 2>&1 | grep -E "^(softmax|rmsnorm) " | sed 's/^.*\r//'
+    env "$@" 2>/dev/null | grep -E "^(softmax|rmsnorm) "
 }
 {
 run "default batch 1" $B --batch 1
