@@ -166,7 +166,10 @@ __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
 
 /* Three-pass softmax over split rows: stage one the slice maxima; stage two merges
    the row's maxima and sums exp(x - m) over the slice, leaving (m, l) pairs that
-   clnorm_split_softmax then merges (all with the same m) before the write pass. */
+   clnorm_split_softmax then merges (all with the same m) before the write pass. The
+   maxima sit in the third float of each work-group's four in the partials buffer,
+   which the host passes as both maxima and part (no sub-buffers: creating them at
+   every call cost more than the kernels on the H200). */
 __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                                ulong slices, ulong slice_len, __global float *part,
                                __local float *scratch)
@@ -174,7 +177,7 @@ __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, u
     CLN_SPLIT_SETUP();
     float m = cln_seg_max(x + xoff + row * xld + c0, c1 - c0, lane, team);
     m = cln_max(m, scratch, lid, lane, team);
-    if (lid == 0) part[g] = m;
+    if (lid == 0) part[4 * g + 2] = m;
 }
 
 __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
@@ -183,7 +186,7 @@ __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld
 {
     CLN_SPLIT_SETUP();
     float m = -INFINITY;
-    for (ulong i = lid; i < slices; i += team) m = fmax(m, maxima[row * slices + i]);
+    for (ulong i = lid; i < slices; i += team) m = fmax(m, maxima[4 * (row * slices + i) + 2]);
     m = cln_max(m, scratch, lid, lane, team);
     float l = cln_seg_sumexp(x + xoff + row * xld + c0, c1 - c0, m, lane, team);
     l = cln_sum(l, scratch, lid, lane, team);

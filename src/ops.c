@@ -202,22 +202,10 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
     if (n > 1) {
-        /* Four floats per work-group first ((m, l) or RMSNorm's (sum, max, scale)),
-           then (three stages) the maxima at an offset every device
-           accepts for a sub-buffer (CL_DEVICE_MEM_BASE_ADDR_ALIGN is at most 4 KiB). */
-        size_t pair_bytes = (pl.groups * 4 * sizeof(float) + 4095) / 4096 * 4096;
-        if ((st = cln_scratch_acquire(ctx, pair_bytes + (n == 3 ? pl.groups * sizeof(float) : 0),
-                                      &scratch)))
-            goto fail;
-        cl_buffer_region r1 = {0, pair_bytes}, r2 = {pair_bytes, pl.groups * sizeof(float)};
-        part = clCreateSubBuffer(cln_scratch_mem(scratch), CL_MEM_READ_WRITE,
-                                 CL_BUFFER_CREATE_TYPE_REGION, &r1, &err);
-        CLN_CHECK_CL(err, "clCreateSubBuffer(split partials)");
-        if (n == 3) {
-            maxima = clCreateSubBuffer(cln_scratch_mem(scratch), CL_MEM_READ_WRITE,
-                                       CL_BUFFER_CREATE_TYPE_REGION, &r2, &err);
-            CLN_CHECK_CL(err, "clCreateSubBuffer(split maxima)");
-        }
+        /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
+           three-pass maxima in the third (cl/softmax.cl). */
+        if ((st = cln_scratch_acquire(ctx, pl.groups * 4 * sizeof(float), &scratch))) goto fail;
+        part = maxima = cln_scratch_mem(scratch);
     }
     for (int j = 0; j < n; j++)
         if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part, maxima))) goto fail;
@@ -253,9 +241,6 @@ fail:
     if (dep) clReleaseEvent(dep);
     free(waits);
     if (prev) clReleaseEvent(prev);
-    /* Sub-buffers may be released at once: OpenCL keeps them while kernels use them. */
-    if (part) clReleaseMemObject(part);
-    if (maxima) clReleaseMemObject(maxima);
     cln_scratch_release(scratch, last);
     if (last) clReleaseEvent(last);
     for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);

@@ -275,6 +275,15 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         if (!lim->force_team) {
             if (team > cap) team = cap;
             if (var == CLN_VAR_REG && team < reg_team) team = reg_team;
+            /* A GPU register plan fills every slot: a work-group's loads all go out at
+               once and then it only computes, so bytes in flight per work-item set the
+               bandwidth (H200, 4096 columns: 2.0 TB/s at 16 per work-item, 2.9 at
+               32). Teams stay at least a warp wide so that loads coalesce. */
+            if (var == CLN_VAR_REG && !cpu) {
+                size_t warp = p->warp ? p->warp : p->pref_multiple ? p->pref_multiple : 32;
+                team = reg_team;
+                if (team < warp) team = cln_pow2_ceil(cols) < warp ? cln_pow2_ceil(cols) : warp;
+            }
             if (team > max_wg) team = cln_pow2_floor(max_wg);
         }
         if (team > max_wg) {
