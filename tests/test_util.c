@@ -351,7 +351,13 @@ cl_mem t_buffer(cl_context ctx, size_t bytes, const void *init)
 
 int t_read(cl_command_queue q, cl_mem m, size_t bytes, void *dst)
 {
-    return CHECK_CL(clEnqueueReadBuffer(q, m, CL_TRUE, 0, bytes, dst, 0, NULL, NULL));
+    /* Not a blocking read: Rusticl 22 may return from one early when several threads
+       share the queue (see cln_read in src/session.c). */
+    cl_event ev = NULL;
+    if (!CHECK_CL(clEnqueueReadBuffer(q, m, CL_FALSE, 0, bytes, dst, 0, NULL, &ev))) return 0;
+    int ok = CHECK_CL(clWaitForEvents(1, &ev));
+    clReleaseEvent(ev);
+    return ok;
 }
 
 cl_context t_queue_context(cl_command_queue q)
