@@ -239,7 +239,7 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 /* RMSNorm's register forms hold fewer: with 32 NVIDIA spilled around the rarely
    taken rescaling path. Keep in step with CLN_RMS_REG_K in src/internal.h. */
 #ifndef CLN_RMS_REG_K
-#define CLN_RMS_REG_K 32
+#define CLN_RMS_REG_K 16
 #endif
 
 /* How many register slots (i * team + lane < cols, at most k) this work-item fills;

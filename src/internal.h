@@ -109,7 +109,7 @@ CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
 #define CLN_REG_K 32
-#define CLN_RMS_REG_K 32
+#define CLN_RMS_REG_K 16
 
 /* Limits and overrides that lower or force what the plan may use; 0 / -1 = none. */
 typedef struct cln_limits {
