@@ -106,6 +106,7 @@ static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_h
 {
     unsigned char *bin = NULL;
     size_t n = 0, nk = 0;
+    if (!cln_disk_reads_binaries(p)) return 0;
     if (cln_disk_load(p, e->options, src_hash, src_len, &bin, &n) != CLN_DISK_OK) return 0;
     const unsigned char *b = bin;
     cl_int err, bst = CL_SUCCESS;

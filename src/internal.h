@@ -65,6 +65,9 @@ CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **o
 /* Fills p from device queries only (no probes); used by tools and profile_get. */
 CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
 
+/* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative (ops.c). */
+CLN_HIDDEN clnorm_status cln_check_eps(float eps);
+
 /* serial.c: whether operations on p must run one at a time (PoCL 4 and 5, or
    CLNORM_SERIAL=1); begin locks and gives the event to wait for (NULL or retained),
    end records done (the operation's final event), flushes q and unlocks; forget drops
@@ -250,6 +253,8 @@ CLN_HIDDEN int cln_disk_store(const cln_profile *p, const char *options, uint64_
    asked for binaries (84 s for clnorm's program on a 2-core CPU), and its own
    kernel cache (POCL_CACHE_DIR) already keeps builds across processes. */
 CLN_HIDDEN int cln_disk_wants_binaries(const cln_profile *p);
+/* Whether program files are read at all for p's device (not on Rusticl). */
+CLN_HIDDEN int cln_disk_reads_binaries(const cln_profile *p);
 /* Process-wide counters, for tests and tools. */
 typedef struct cln_disk_stats {
     unsigned long hits, misses, rejected; /* loads: valid, no file, damaged/stale file */

@@ -36,7 +36,7 @@ static clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, si
     return st;
 }
 
-static clnorm_status cln_check_eps(float eps)
+clnorm_status cln_check_eps(float eps)
 {
     if (!(eps >= 0.0f) || isinf(eps))
         return cln_fail(CLNORM_INVALID_ARGUMENT, "eps = %g is negative or not finite", (double)eps);

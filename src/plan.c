@@ -181,6 +181,12 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 {
     (void)dtype;
     memset(out, 0, sizeof *out);
+    /* No buffer holds a row this long, and the size arithmetic below (slices rounded
+       up to whole work-groups) must not wrap. */
+    if (cols > ((size_t)1 << 48)) {
+        snprintf(why, why_len, "cols = %zu exceeds 2^48, more than any device holds", cols);
+        return CLNORM_INVALID_ARGUMENT;
+    }
     const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
     const size_t cus = p->compute_units ? p->compute_units : 1;
     size_t max_wg = p->max_wg ? p->max_wg : 1;

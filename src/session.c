@@ -107,6 +107,7 @@ clnorm_status clnorm_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, size_t 
     size_t bytes = 0;
     cl_mem bx = NULL, bg = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (!st) st = cln_check_eps(eps); /* checked at rows == 0 too, as the device call does */
     if (st) return st;
     if (rows && (!x || !y))
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL", !x ? "x" : "y");
@@ -176,6 +177,7 @@ clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, siz
     size_t bytes = 0;
     cl_mem bx = NULL, br = NULL, bg = NULL;
     clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (!st) st = cln_check_eps(eps);
     if (st) return st;
     if (rows && (!x || !residual || !y))
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",

@@ -2,6 +2,7 @@
    warmup_release: warm-up, then dropping the kernel cache and working again. */
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,16 @@ void test_host_api(void)
     memset(cd, 0xCD, sizeof cd);
     CHECK(!memcmp(y, cd, sizeof y) && !memcmp(m, cd, 4) && !memcmp(l, cd, 4),
           "rows == 0 host call wrote its outputs");
+    /* ... but its arguments are still checked, as in the device calls. */
+    const float bad_eps[] = {-1.0f, INFINITY, NAN};
+    for (size_t i = 0; i < COUNT_OF(bad_eps); i++) {
+        CHECK_ST(clnorm_rmsnorm_host(T.s, CLNORM_F32, 0, 4, x, NULL, y, bad_eps[i]),
+                 CLNORM_INVALID_ARGUMENT);
+        CHECK(t_mentions(clnorm_last_error(), "eps"), "rmsnorm_host eps %g at rows 0: \"%s\"",
+              (double)bad_eps[i], clnorm_last_error());
+        CHECK_ST(clnorm_add_rmsnorm_host(T.s, CLNORM_F32, 0, 4, x, y, 1, NULL, y, bad_eps[i]),
+                 CLNORM_INVALID_ARGUMENT);
+    }
 }
 
 /* All ops on a few shapes, timing the first call (where kernels may be built). */

@@ -414,6 +414,18 @@ void test_plan(void)
             }
         }
     }
+    /* Absurd lengths are refused with a reason, never divided by a wrapped zero. */
+    {
+        cln_limits none = no_limits();
+        const size_t huge[] = {((size_t)1 << 48) + 1, SIZE_MAX / 2 + 3, SIZE_MAX};
+        for (size_t h = 0; h < COUNT_OF(huge); h++)
+            for (int op = 0; op < CLN_OP_COUNT; op++) {
+                clnorm_status st = plan(&profs[0], &none, (cln_op)op, CLNORM_F32, 1, huge[h], &pl, why);
+                CHECK(st == CLNORM_INVALID_ARGUMENT && strstr(why, "cols"),
+                      "op %d with %zu cols: %s, why \"%s\"", op, huge[h],
+                      clnorm_status_string(st), why);
+            }
+    }
     NOTE("%zu plans checked", plans);
     check_env_limits();
 }
