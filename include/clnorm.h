@@ -75,7 +75,10 @@ typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_ma
    new event (the caller releases it) that completes when the whole operation has.
    `rows == 0` is a no-op (a marker event where one is asked for). Elements between
    `cols` and `ld` in `y` are never written. `y` may be exactly `x` (same buffer,
-   offset and ld); any other overlap of x and y is CLNORM_INVALID_ARGUMENT.
+   offset and ld); any other overlap of x and y is CLNORM_INVALID_ARGUMENT. Two
+   views of one buffer with the same ld may interleave (rows side by side); views
+   with different lds whose byte ranges cross are refused even when they share no
+   element, since proving that costs more than the call.
    A request refused by validation enqueues nothing and touches no buffer. */
 
 /* y = x * (mean(x^2) + eps)^(-1/2) * gamma, per row.
