@@ -49,8 +49,9 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        contract. */
     /* NVIDIA sizes registers for 256 work-items unless told; 64 registers allow the
        1024-wide work-groups that long rows want. */
-    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s",
+    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s",
              (int)dtype, (int)path, p->vec ? p->vec : 1, (p->type & CL_DEVICE_TYPE_CPU) != 0,
+             p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",

@@ -210,6 +210,9 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
        loops a work-item runs (measured: a kernel with three row loops fails from
        21848 trips each). Keep each of a kernel's at most four row loops below. */
     if (strstr(p->device_name, "llvmpipe")) p->loop_limit = 16000;
+    /* llvmpipe also drops the partial last SIMD group's lanes after barriers inside a
+       branch (RMSNorm's rescaling, cl/rmsnorm.cl). */
+    if (strstr(p->device_name, "llvmpipe")) p->flat_barriers = 1;
     /* Rusticl 22.3 reports CL_KERNEL_WORK_GROUP_SIZE 32 for every kernel, yet runs and
        gets right work-groups up to the device's 1024 (measured with a local-memory
        rotation kernel): take the device's limit there. */

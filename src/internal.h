@@ -55,6 +55,8 @@ typedef struct cln_profile {
     cln_path best_path;     /* fastest path the device has */
     int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
                                (Rusticl 22 reports 32, runs 1024 correctly) */
+    int flat_barriers;      /* barriers inside branches lose lanes (Mesa llvmpipe): the
+                               kernels' rescaling branch runs for every row there */
     unsigned loop_limit;    /* most trips one loop of a work-item may make, 0: no limit
                                (Mesa llvmpipe stops a shader after 65535 loop trips
                                counted over all its loops) */
