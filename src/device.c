@@ -208,11 +208,13 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
     if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
     /* Mesa's llvmpipe ends a shader after 65535 loop trips, counted over all the
        loops a work-item runs (measured: a kernel with three row loops fails from
-       21848 trips each). Keep each of a kernel's at most four row loops below. */
-    if (strstr(p->device_name, "llvmpipe")) p->loop_limit = 16000;
-    /* llvmpipe also drops the partial last SIMD group's lanes after barriers inside a
-       branch (RMSNorm's rescaling, cl/rmsnorm.cl). */
-    if (strstr(p->device_name, "llvmpipe")) p->flat_barriers = 1;
+       21848 trips each). Keep each of a kernel's at most four row loops below. It
+       also drops the partial last SIMD group's lanes after barriers inside a branch
+       (RMSNorm's rescaling, cl/rmsnorm.cl). */
+    if (strstr(p->device_name, "llvmpipe")) {
+        p->loop_limit = 16000;
+        p->flat_barriers = 1;
+    }
     /* Rusticl 22.3 reports CL_KERNEL_WORK_GROUP_SIZE 32 for every kernel, yet runs and
        gets right work-groups up to the device's 1024 (measured with a local-memory
        rotation kernel): take the device's limit there. */

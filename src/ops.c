@@ -59,7 +59,7 @@ static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_eve
 
 /* Sets the arguments of kernel kid, in the order of its declaration in cl/. */
 static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
-                                  const cln_plan *pl, cl_mem part, cl_mem maxima)
+                                  const cln_plan *pl, cl_mem part)
 {
     clnorm_status st = CLNORM_SUCCESS;
     cl_uint i = 0;
@@ -102,10 +102,11 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
     case CLN_K_SPLIT_MAX:
-        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(maxima);
+        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
     case CLN_K_SPLIT_SUMEXP:
-        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(maxima); CLN_ARG(part);
+        /* The maxima live in the partials buffer too (cl/softmax.cl). */
+        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(part);
         break;
     case CLN_K_SPLIT_RMS:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
@@ -125,10 +126,11 @@ fail:
 }
 
 /* Plans the call and leases its kernels, re-planning once if a compiled kernel
-   allows fewer work-items than the device (registers, local memory). */
+   allows fewer work-items than the device (registers, local memory). *profp
+   receives the device's profile. */
 static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
                                  clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *pl,
-                                 cln_kernel_lease lease[3])
+                                 cln_kernel_lease lease[3], const cln_profile **profp)
 {
     const cln_profile *prof;
     cln_limits lim;
@@ -136,6 +138,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     clnorm_status st = cln_limits_from_env(&lim);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
+    *profp = prof;
     /* The device's tuning table, if any, forces its measured shape (not over the
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
@@ -177,14 +180,14 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     cln_plan pl;
     cln_kernel_lease lease[3] = {{0}, {0}, {0}};
     cln_scratch *scratch = NULL;
-    cl_mem part = NULL, maxima = NULL;
+    cl_mem part = NULL;
     cl_event prev = NULL, last = NULL, dep = NULL, *waits = NULL;
     const cln_profile *prof;
     cl_int err;
     int serial = 0;
-    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease);
+    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease, &prof);
     if (st) return st;
-    if (!cln_profile_get(dev, &prof) && cln_serial_wanted(prof)) {
+    if (cln_serial_wanted(prof)) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
         cln_serial_begin(ctx, &dep);
@@ -205,10 +208,10 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
            three-pass maxima in the third (cl/softmax.cl). */
         if ((st = cln_scratch_acquire(ctx, pl.groups * 4 * sizeof(float), &scratch))) goto fail;
-        part = maxima = cln_scratch_mem(scratch);
+        part = cln_scratch_mem(scratch);
     }
     for (int j = 0; j < n; j++)
-        if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part, maxima))) goto fail;
+        if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part))) goto fail;
     for (int j = 0; j < n; j++) {
         size_t local = pl.wg, global = pl.groups * pl.wg;
         /* The statistics' last stage runs one work-group per row. */

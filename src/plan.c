@@ -277,23 +277,24 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
            work-items and longer loops. Long rows with few rows get big groups. */
         size_t per_item = cpu ? 64 : 8;
         size_t cap = cpu ? 64 : (rows < 2 * cus ? 1024 : 256);
-        team = lim->force_team ? lim->force_team : cln_pow2_ceil(cln_div_up(cols, per_item));
-        if (!lim->force_team) {
-            if (team > cap) team = cap;
-            if (var == CLN_VAR_REG && team < reg_team) team = reg_team;
+        if (lim->force_team) {
+            team = lim->force_team;
+        } else if (var == CLN_VAR_REG && !cpu) {
             /* A GPU register plan fills every slot: a work-group's loads all go out at
                once and then it only computes, so bytes in flight per work-item set the
                bandwidth (H200, 4096 columns: 2.0 TB/s at 16 per work-item, 2.9 at
                32). Teams stay a warp wide where rows allow 8 elements per work-item
                (4096x128: 299 GB/s with 16 work-items per row, 209 with 32). */
-            if (var == CLN_VAR_REG && !cpu) {
-                size_t warp = p->warp ? p->warp : p->pref_multiple ? p->pref_multiple : 32;
-                size_t narrow = cln_pow2_ceil(cln_div_up(cols, 8)); /* short rows: 8 each */
-                team = reg_team;
-                if (team < warp) team = narrow < warp ? narrow : warp;
-            }
-            if (team > max_wg) team = cln_pow2_floor(max_wg);
+            size_t warp = p->warp ? p->warp : p->pref_multiple ? p->pref_multiple : 32;
+            size_t narrow = cln_pow2_ceil(cln_div_up(cols, 8)); /* short rows: 8 each */
+            team = reg_team;
+            if (team < warp) team = narrow < warp ? narrow : warp;
+        } else {
+            team = cln_pow2_ceil(cln_div_up(cols, per_item));
+            if (team > cap) team = cap;
+            if (var == CLN_VAR_REG && team < reg_team) team = reg_team;
         }
+        if (!lim->force_team && team > max_wg) team = cln_pow2_floor(max_wg);
         if (team > max_wg) {
             snprintf(why, why_len, "CLNORM_ROW_THREADS=%zu exceeds the %zu work-items this "
                      "device and kernel allow", team, max_wg);
