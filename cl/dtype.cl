@@ -31,6 +31,38 @@ inline ushort cln_to_bf16(float f)
 #error "unknown CLN_DTYPE"
 #endif
 
+/* Words of two neighbouring elements, for the paired register forms (the plan uses
+   them only where every row starts at an even element, so a word is aligned): a
+   float2 in float32, one 8-byte load; in 16-bit storage a uint that stays packed in
+   its register, so that a register carries as many bytes of the row as in float32.
+   CLN_PAIR_SLOTS(k): words a work-item holds where the float32 form holds k values. */
+#if CLN_DTYPE == 0
+typedef float2 cln_pw;
+#define CLN_PAIR_SLOTS(k) ((k) / 2)
+inline float2 cln_unpack2(float2 w) { return w; }
+inline float2 cln_pack2(float2 v) { return v; }
+#else
+typedef uint cln_pw;
+#define CLN_PAIR_SLOTS(k) (k)
+#if CLN_DTYPE == 1
+inline float2 cln_unpack2(uint w) { return vload_half2(0, (__private const half *)&w); }
+inline uint cln_pack2(float2 v)
+{
+    uint w;
+    vstore_half2_rte(v, 0, (__private half *)&w);
+    return w;
+}
+#else
+#ifdef __ENDIAN_LITTLE__ /* the element at the lower address is the low half */
+inline float2 cln_unpack2(uint w) { return (float2)(as_float(w << 16), as_float(w & 0xffff0000u)); }
+inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) | (uint)cln_to_bf16(v.y) << 16; }
+#else
+inline float2 cln_unpack2(uint w) { return (float2)(as_float(w & 0xffff0000u), as_float(w << 16)); }
+inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cln_to_bf16(v.y); }
+#endif
+#endif
+#endif
+
 /* Vector access for the streaming loops: CLN_VEC elements per chunk (1 disables).
    CPUs vectorise a work-item's own loop only through explicit vector types, since
    float reductions may not be reordered without fast-math. vloadn needs only the

@@ -164,36 +164,49 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_RMS_STREAM_BODY(CLN_H)
 }
 
-/* Register form: the row (or h) is read once into v[], everything else works there. */
-#define CLN_RMS_REG_TAIL()                                                           \
+/* Register forms: the row (or h) is read once into v[], everything else works
+   there. The tail is shared by the float form (a value per slot) and the paired one
+   (two neighbouring elements per slot, see cl/dtype.cl): K slots, n of them filled
+   and the spare ones zero; SLOT(i) is slot i as float or float2, SQ(a, t) adds the
+   squares of t to a, AMAX(t) is its largest magnitude, PUT(i) writes slot i. */
+#define CLN_RMS_REG_TAIL(K, SLOT, SQ, AMAX, PUT)                                     \
     float ss = 0.0f;                                                                 \
-    _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ss = fma(v[i], v[i], ss); \
-    /* (spare slots hold 0 and add nothing) */                                       \
+    _Pragma("unroll") for (uint i = 0; i < (K); i++) ss = SQ(ss, SLOT(i));           \
     ss = cln_sum(ss, scratch, lid, lane, team);                                      \
     float scale = 1.0f;                                                              \
     bool need = active && cln_rms_needs_rescale(ss, eps);                            \
     CLN_IF_ANY(cln_any(need, CLN_FLAG, team)) {                                      \
         float ma = 0.0f, s2 = 0.0f;                                                  \
-        _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) ma = fmax(ma, fabs(v[i])); \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++) ma = fmax(ma, AMAX(SLOT(i))); \
         ma = cln_max(ma, scratch, lid, lane, team);                                  \
         if (need) scale = cln_rms_scale(ma);                                         \
-        _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                     \
-            float t = v[i] * scale;                                                  \
-            s2 = fma(t, t, s2);                                                      \
-        }                                                                            \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++) s2 = SQ(s2, SLOT(i) * scale); \
         s2 = cln_sum(s2, scratch, lid, lane, team);                                  \
         if (need) ss = s2;                                                           \
     }                                                                                \
     float sc, rs;                                                                    \
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
-    __global cln_t *yr = y + yoff + row * yld;                                       \
-    _Pragma("unroll") for (uint i = 0; i < CLN_RMS_REG_K; i++) {                         \
+    _Pragma("unroll") for (uint i = 0; i < (K); i++)                                 \
+        if (i < n) PUT(i)
+
+#define CLN_SLOT1(i) v[i]
+#define CLN_SQ1(a, t) fma((t), (t), (a))
+#define CLN_PUT1(i)                                                                  \
+    {                                                                                \
         ulong c = (ulong)i * team + lane;                                            \
-        if (i < n) {                                                                 \
-            float o = (v[i] * sc) * rs;                                              \
-            if (has_gamma) o *= CLN_LOAD(gamma, c);                                  \
-            CLN_STORE(yr, c, o);                                                     \
-        }                                                                            \
+        float o = (v[i] * sc) * rs;                                                  \
+        if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
+        CLN_STORE(yr, c, o);                                                         \
+    }
+#define CLN_SLOT2(i) cln_unpack2(v[i])
+#define CLN_SQ2(a, t) fma((t).y, (t).y, fma((t).x, (t).x, (a)))
+#define CLN_AMAX2(t) fmax(fabs((t).x), fabs((t).y))
+#define CLN_PUT2(i)                                                                  \
+    {                                                                                \
+        ulong c = (ulong)i * team + lane;                                            \
+        float2 o = (cln_unpack2(v[i]) * sc) * rs;                                    \
+        if (has_gamma) o *= cln_unpack2(((__global const cln_pw *)gamma)[c]);        \
+        ((__global cln_pw *)yr)[c] = cln_pack2(o);                                   \
     }
 
 __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
@@ -205,11 +218,12 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *yr = y + yoff + row * yld;
     const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
     for (uint i = 0; i < CLN_RMS_REG_K; i++) v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : 0.0f;
-    CLN_RMS_REG_TAIL()
+    CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
 }
 
 __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
@@ -223,6 +237,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
     __global cln_t *rr = res + roff + row * rld;
+    __global cln_t *yr = y + yoff + row * yld;
     const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
@@ -234,7 +249,53 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
             if (update) CLN_STORE(rr, c, v[i]);
         }
     }
-    CLN_RMS_REG_TAIL()
+    CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
+}
+
+/* The paired forms (cols even, rows starting at even elements). */
+#define CLN_RMS_PAIR_K CLN_PAIR_SLOTS(CLN_RMS_REG_K)
+__kernel void clnorm_rmsnorm_pair(__global const cln_t *x, ulong xoff, ulong xld,
+                                  __global const cln_t *gamma, uint has_gamma,
+                                  __global cln_t *y, ulong yoff, ulong yld,
+                                  ulong rows, ulong cols, float eps, uint team,
+                                  __local float *scratch)
+{
+    CLN_ROW_SETUP();
+    if (lid == 0) *CLN_FLAG = 0;
+    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
+    __global cln_t *yr = y + yoff + row * yld;
+    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_RMS_PAIR_K);
+    cln_pw v[CLN_RMS_PAIR_K];
+#pragma unroll
+    for (uint i = 0; i < CLN_RMS_PAIR_K; i++) v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;
+    CLN_RMS_REG_TAIL(CLN_RMS_PAIR_K, CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);
+}
+
+/* h is rounded to the storage type by cln_pack2 itself, as cln_round does. */
+__kernel void clnorm_add_rmsnorm_pair(__global const cln_t *x, ulong xoff, ulong xld,
+                                      __global cln_t *res, ulong roff, ulong rld, uint update,
+                                      __global const cln_t *gamma, uint has_gamma,
+                                      __global cln_t *y, ulong yoff, ulong yld,
+                                      ulong rows, ulong cols, float eps, uint team,
+                                      __local float *scratch)
+{
+    CLN_ROW_SETUP();
+    if (lid == 0) *CLN_FLAG = 0;
+    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
+    __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);
+    __global cln_t *yr = y + yoff + row * yld;
+    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_RMS_PAIR_K);
+    cln_pw v[CLN_RMS_PAIR_K];
+#pragma unroll
+    for (uint i = 0; i < CLN_RMS_PAIR_K; i++) {
+        ulong c = (ulong)i * team + lane;
+        v[i] = (cln_pw)0;
+        if (i < n) {
+            v[i] = cln_pack2(cln_unpack2(xr[c]) + cln_unpack2(rr[c]));
+            if (update) rr[c] = v[i];
+        }
+    }
+    CLN_RMS_REG_TAIL(CLN_RMS_PAIR_K, CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);
 }
 
 /* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where

@@ -92,6 +92,83 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         if (i < n) CLN_STORE(yr, (ulong)i * team + lane, v[i] * inv);
 }
 
+/* The paired register form: word i * team + lane of the row (elements 2w and 2w + 1)
+   lives in v[i]; cols is even. In float32 the weights are stored in place as in
+   clnorm_softmax_reg; 16-bit words stay packed, so exp is taken again for the write
+   (arithmetic the memory-bound kernel has to spare) instead of doubling the
+   registers a row needs. */
+#if CLN_DTYPE == 0
+#define CLN_PAIR_W(i, f) (v[i] = (f))
+#define CLN_PAIR_OUT(i) v[i]
+#else
+#define CLN_PAIR_W(i, f) ((void)0)
+#define CLN_PAIR_OUT(i) \
+    (float2)(cln_w(cln_unpack2(v[i]).x, m), cln_w(cln_unpack2(v[i]).y, m))
+#endif
+__kernel void clnorm_softmax_pair(__global const cln_t *x, ulong xoff, ulong xld,
+                                  __global cln_t *y, ulong yoff, ulong yld, ulong rows,
+                                  ulong cols, uint online, uint team, __local float *scratch)
+{
+    CLN_ROW_SETUP();
+    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
+    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_PAIR_SLOTS(CLN_REG_K));
+    cln_pw v[CLN_PAIR_SLOTS(CLN_REG_K)];
+#pragma unroll
+    for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
+        v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;
+    float m = -INFINITY, l = 0.0f;
+    if (online) {
+#pragma unroll
+        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
+            if (i < n) {
+                float2 f = cln_unpack2(v[i]);
+                if (f.x > m) {
+                    l *= cln_w(m, f.x);
+                    m = f.x;
+                }
+                l += cln_w(f.x, m);
+                if (f.y > m) {
+                    l *= cln_w(m, f.y);
+                    m = f.y;
+                }
+                l += cln_w(f.y, m);
+            }
+        }
+        cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
+    } else {
+#pragma unroll
+        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
+            if (i < n) {
+                float2 f = cln_unpack2(v[i]);
+                m = fmax(m, fmax(f.x, f.y));
+            }
+        }
+        m = cln_max(m, scratch, lid, lane, team);
+#pragma unroll
+        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
+            if (i < n) {
+                float2 f = cln_unpack2(v[i]);
+                f = (float2)(cln_w(f.x, m), cln_w(f.y, m));
+                CLN_PAIR_W(i, f);
+                l += f.x + f.y;
+            }
+        }
+        l = cln_sum(l, scratch, lid, lane, team);
+    }
+#if CLN_DTYPE == 0
+    if (online) {
+#pragma unroll
+        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
+            if (i < n) v[i] = (float2)(cln_w(v[i].x, m), cln_w(v[i].y, m));
+    }
+#endif
+    float inv = cln_inv_sum(l);
+    __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);
+#pragma unroll
+    for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
+        if (i < n) yr[(ulong)i * team + lane] = cln_pack2(CLN_PAIR_OUT(i) * inv);
+}
+
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
 __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global float *row_max, __global float *row_sum,

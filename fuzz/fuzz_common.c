@@ -125,18 +125,16 @@ static size_t pow2_floor(size_t v)
     return p;
 }
 
-static size_t reg_k(cln_op op)
+/* Elements a work-item of a register plan holds: twice as many 16-bit ones in the
+   paired form (cl/dtype.cl). */
+static size_t reg_k(cln_op op, clnorm_dtype dt, cln_variant v)
 {
-#ifdef CLN_RMS_REG_K
-    if (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM) return CLN_RMS_REG_K;
-#else
-    (void)op;
-#endif
-    return CLN_REG_K;
+    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+    return v == CLN_VAR_PAIR && dt != CLNORM_F32 ? 2 * k : k;
 }
 
-void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, size_t rows,
-                   size_t cols, const cln_plan *pl)
+void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
+                   size_t rows, size_t cols, const cln_plan *pl)
 {
     char d[256];
     cln_plan_describe(pl, d, sizeof d);
@@ -168,17 +166,22 @@ void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, size_
     if (lim->force_path == CLN_PATH_LOCAL || (p->pocl_major >= 4 && pl->wg <= 2))
         FZ_ASSERT(pl->path == CLN_PATH_LOCAL, "%s", d);
     else FZ_ASSERT(pl->path == p->best_path, "%s", d);
-    FZ_ASSERT((unsigned)pl->variant <= CLN_VAR_SPLIT, "%s", d);
-    FZ_ASSERT(!(pl->variant == CLN_VAR_REG && pl->op == CLN_OP_STATS), "%s", d);
+    FZ_ASSERT((unsigned)pl->variant < CLN_VAR_COUNT, "%s", d);
+    FZ_ASSERT(!((pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) &&
+                pl->op == CLN_OP_STATS), "%s", d);
+    /* The paired kernels move words of two elements from every row start. */
+    if (pl->variant == CLN_VAR_PAIR)
+        FZ_ASSERT(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu columns%s", d, cols,
+                  lim->no_pairs ? " on views with odd row starts" : "");
     FZ_ASSERT(!(pl->variant == CLN_VAR_SPLIT && pl->op == CLN_OP_ADD_RMSNORM), "%s", d);
     FZ_ASSERT(pl->k1 < CLN_K_COUNT && pl->k2 <= CLN_K_COUNT && pl->k3 <= CLN_K_COUNT &&
                   !(pl->k2 == CLN_K_COUNT && pl->k3 != CLN_K_COUNT),
               "%s: kernels %d %d %d", d, (int)pl->k1, (int)pl->k2, (int)pl->k3);
     FZ_ASSERT((pl->variant == CLN_VAR_SPLIT) == (pl->k2 != CLN_K_COUNT), "%s", d);
     size_t vec = p->vec ? p->vec : 1;
-    if (pl->variant == CLN_VAR_REG)
-        FZ_ASSERT(pl->team * reg_k(pl->op) >= cols, "%s: register row of %zu columns", d,
-                  cols);
+    if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR)
+        FZ_ASSERT(pl->team * reg_k(pl->op, dt, pl->variant) >= cols,
+                  "%s: register row of %zu columns", d, cols);
     if (pl->variant != CLN_VAR_SPLIT) {
         /* Every row has a team: groups x rows per group cover the rows. */
         size_t cover;

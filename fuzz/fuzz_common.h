@@ -30,8 +30,8 @@ void fz_profile(fz *f, cln_profile *p);
 
 /* Aborts (a finding) when a plan cln_plan_make accepted breaks an invariant the
    kernels rely on to stay inside their views; label says which input. */
-void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, size_t rows,
-                   size_t cols, const cln_plan *pl);
+void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
+                   size_t rows, size_t cols, const cln_plan *pl);
 
 #define FZ_ASSERT(cond, ...)                                                           \
     do {                                                                               \

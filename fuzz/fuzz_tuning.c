@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                   aop == CLN_OP_SOFTMAX_ONLINE ||
                                                   aop == CLN_OP_SOFTMAX_AUTO,
                   "apply turned op %d into %d", (int)op, (int)aop);
-        fz_check_plan(&p, &lim, aop, rows, cols, &pl);
+        fz_check_plan(&p, &lim, aop, dt, rows, cols, &pl);
     }
     cln_tuning_reset();
     unlink(path);

@@ -100,15 +100,19 @@ CLN_HIDDEN const char *cln_op_name(cln_op op);
 typedef enum cln_variant {
     CLN_VAR_STREAM = 0, /* a team per row, each pass reads the row from memory */
     CLN_VAR_REG = 1,    /* a team per row, the row held in registers: read once */
-    CLN_VAR_SPLIT = 2   /* several work-groups per row, partials merged in stage two */
+    CLN_VAR_SPLIT = 2,  /* several work-groups per row, partials merged in stage two */
+    CLN_VAR_PAIR = 3    /* the register form on words of two neighbouring elements:
+                           wider loads, and 16-bit rows kept packed (cl/dtype.cl) */
 } cln_variant;
+#define CLN_VAR_COUNT 4
 CLN_HIDDEN const char *cln_variant_name(cln_variant v);
 
 /* Every kernel of the program; the cache keeps a pool per kernel. */
 typedef enum cln_kernel_id {
     CLN_K_RMS, CLN_K_RMS_REG, CLN_K_ADD_RMS, CLN_K_ADD_RMS_REG, CLN_K_SPLIT_SS,
     CLN_K_SPLIT_RMS, CLN_K_SM3, CLN_K_SMO, CLN_K_SM_REG, CLN_K_STATS, CLN_K_SPLIT_STATS,
-    CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUMEXP, CLN_K_COUNT
+    CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUMEXP, CLN_K_SM_PAIR, CLN_K_RMS_PAIR,
+    CLN_K_ADD_RMS_PAIR, CLN_K_COUNT
 } cln_kernel_id;
 CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 
@@ -126,6 +130,8 @@ typedef struct cln_limits {
                              SUBGROUP; SUBGROUP means the device's fast path) */
     int force_variant;    /* CLNORM_VARIANT: -1 auto, else a cln_variant */
     size_t force_slices;  /* CLNORM_SPLIT: work-groups per row for the split variant */
+    int no_pairs;         /* set by the caller when some view's rows do not all start
+                             at an even element: the paired variant is then off */
 } cln_limits;
 
 typedef struct cln_plan {

@@ -80,18 +80,21 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     switch (kid) {
     case CLN_K_ADD_RMS:
     case CLN_K_ADD_RMS_REG:
+    case CLN_K_ADD_RMS_PAIR:
         CLN_ARG(a->res.mem); CLN_ARG(roff); CLN_ARG(rld); CLN_ARG(update);
         /* fall through */
     case CLN_K_RMS:
     case CLN_K_RMS_REG:
+    case CLN_K_RMS_PAIR:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(team);
         break;
     case CLN_K_SM3:
     case CLN_K_SMO:
     case CLN_K_SM_REG:
+    case CLN_K_SM_PAIR:
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(rows); CLN_ARG(cols);
-        if (kid == CLN_K_SM_REG) CLN_ARG(online);
+        if (kid == CLN_K_SM_REG || kid == CLN_K_SM_PAIR) CLN_ARG(online);
         CLN_ARG(team);
         break;
     case CLN_K_STATS:
@@ -125,13 +128,24 @@ fail:
     return st;
 }
 
+/* 1 when some view's rows do not all start at an even element, which the paired
+   register kernels need (they move words of two elements). Views a kernel does not
+   use are zero. */
+static int cln_rows_odd(const cln_args *a)
+{
+    size_t bits = a->x.offset | a->y.offset | a->res.offset;
+    if (a->rows > 1) bits |= a->x.ld | a->y.ld | a->res.ld;
+    return (int)(bits & 1);
+}
+
 /* Plans the call and leases its kernels, re-planning once if a compiled kernel
    allows fewer work-items than the device (registers, local memory). *profp
    receives the device's profile. */
 static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
-                                 clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *pl,
+                                 clnorm_dtype dtype, const cln_args *a, cln_plan *pl,
                                  cln_kernel_lease lease[3], const cln_profile **profp)
 {
+    const size_t rows = a->rows, cols = a->cols;
     const cln_profile *prof;
     cln_limits lim;
     char why[512] = "";
@@ -139,6 +153,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
     *profp = prof;
+    lim.no_pairs = cln_rows_odd(a);
     /* The device's tuning table, if any, forces its measured shape (not over the
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
@@ -185,7 +200,7 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     const cln_profile *prof;
     cl_int err;
     int serial = 0;
-    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a->rows, a->cols, &pl, lease, &prof);
+    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a, &pl, lease, &prof);
     if (st) return st;
     if (cln_serial_wanted(prof)) {
         /* The first kernel also waits for the operation before (serial.c). */

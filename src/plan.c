@@ -27,6 +27,7 @@ const char *cln_variant_name(cln_variant v)
     case CLN_VAR_STREAM: return "stream";
     case CLN_VAR_REG: return "reg";
     case CLN_VAR_SPLIT: return "split";
+    case CLN_VAR_PAIR: return "pair";
     }
     return "?";
 }
@@ -38,7 +39,8 @@ const char *cln_kernel_name(cln_kernel_id k)
         "clnorm_add_rmsnorm_reg", "clnorm_split_ss", "clnorm_split_rmsnorm",
         "clnorm_softmax_3pass", "clnorm_softmax_online", "clnorm_softmax_reg",
         "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
-        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp"};
+        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp",
+        "clnorm_softmax_pair", "clnorm_rmsnorm_pair", "clnorm_add_rmsnorm_pair"};
     return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
@@ -112,10 +114,11 @@ clnorm_status cln_limits_from_env(cln_limits *l)
         if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
         else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REG;
         else if (!strcmp(var, "split")) l->force_variant = CLN_VAR_SPLIT;
+        else if (!strcmp(var, "pair")) l->force_variant = CLN_VAR_PAIR;
         else
             return cln_fail(CLNORM_INVALID_ARGUMENT,
                             "environment variable CLNORM_VARIANT=\"%s\" is not auto, stream, "
-                            "reg or split", var);
+                            "reg, pair or split", var);
     }
     return CLNORM_SUCCESS;
 }
@@ -133,15 +136,18 @@ static void cln_kernels(cln_plan *pl)
     pl->k2 = pl->k3 = CLN_K_COUNT;
     switch (pl->op) {
     case CLN_OP_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_RMS_PAIR
+                 : pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SS : CLN_K_RMS;
         if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMS;
         break;
     case CLN_OP_ADD_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_ADD_RMS_PAIR
+                 : pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
         break;
     case CLN_OP_SOFTMAX_3PASS:
-        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_SM_PAIR
+                 : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SM3;
         if (pl->variant == CLN_VAR_SPLIT) {
             pl->k2 = CLN_K_SPLIT_SUMEXP;
@@ -150,7 +156,8 @@ static void cln_kernels(cln_plan *pl)
         break;
     case CLN_OP_SOFTMAX_ONLINE:
     case CLN_OP_SOFTMAX_AUTO:
-        pl->k1 = pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_SM_PAIR
+                 : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SMO;
         if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SM;
         break;
@@ -162,15 +169,17 @@ static void cln_kernels(cln_plan *pl)
 }
 
 /* Elements per work-item the register form of op holds (see cl/). RMSNorm holds
-   fewer: its rarely taken rescaling path made NVIDIA spill 32. */
-static size_t cln_reg_k(cln_op op)
+   fewer: its rarely taken rescaling path made NVIDIA spill 32. The paired form of
+   16-bit data holds twice as many in the same registers (cl/dtype.cl). */
+static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
 {
-    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+    return pair && dtype != CLNORM_F32 ? 2 * k : k;
 }
 
 static int cln_has_variant(cln_op op, cln_variant v)
 {
-    if (v == CLN_VAR_REG) return op != CLN_OP_STATS;
+    if (v == CLN_VAR_REG || v == CLN_VAR_PAIR) return op != CLN_OP_STATS;
     if (v == CLN_VAR_SPLIT) return op != CLN_OP_ADD_RMSNORM;
     return 1;
 }
@@ -179,7 +188,6 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
                             clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *out,
                             char *why, size_t why_len)
 {
-    (void)dtype;
     memset(out, 0, sizeof *out);
     /* No buffer holds a row this long, and the size arithmetic below (slices rounded
        up to whole work-groups) must not wrap. */
@@ -211,9 +219,15 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     }
     out->path = lim->force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : p->best_path;
 
+    /* The paired register form wants words of two elements at every row start. It is
+       the register form for 16-bit data wherever it can run; float32 keeps the plain
+       one unless told (CLNORM_VARIANT=pair). */
+    int pair_ok = cols % 2 == 0 && !lim->no_pairs;
+    int pair = pair_ok && (lim->force_variant == CLN_VAR_PAIR ||
+                           (lim->force_variant != CLN_VAR_REG && dtype != CLNORM_F32));
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
-    size_t reg_k = cln_reg_k(op);
+    size_t reg_k = cln_reg_k(op, dtype, pair);
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
@@ -231,16 +245,20 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     cln_variant var;
     if (lim->force_variant >= 0) {
         var = (cln_variant)lim->force_variant;
+        if (var == CLN_VAR_PAIR && !pair) var = CLN_VAR_REG; /* odd columns or rows */
         if (!cln_has_variant(op, var)) var = CLN_VAR_STREAM;
     } else {
         size_t split_min = cpu ? 65536 : 32768;
         int few = rows < (cpu ? cus : 2 * cus);
         if (few && cols >= split_min && cln_has_variant(op, CLN_VAR_SPLIT)) var = CLN_VAR_SPLIT;
-        else if (!cpu && reg_fits && cln_has_variant(op, CLN_VAR_REG)) var = CLN_VAR_REG;
+        else if (!cpu && reg_fits && cln_has_variant(op, CLN_VAR_REG))
+            var = pair ? CLN_VAR_PAIR : CLN_VAR_REG;
         else var = CLN_VAR_STREAM;
     }
     if (var == CLN_VAR_SPLIT && (lim->force_wg || lim->force_team) && lim->force_variant < 0)
-        var = reg_fits && cln_has_variant(op, CLN_VAR_REG) ? CLN_VAR_REG : CLN_VAR_STREAM;
+        var = !reg_fits || !cln_has_variant(op, CLN_VAR_REG) ? CLN_VAR_STREAM
+              : pair ? CLN_VAR_PAIR : CLN_VAR_REG;
+    const int in_regs = var == CLN_VAR_REG || var == CLN_VAR_PAIR;
 
     size_t wg, team;
     if (var == CLN_VAR_SPLIT) {
@@ -279,7 +297,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         size_t cap = cpu ? 64 : (rows < 2 * cus ? 1024 : 256);
         if (lim->force_team) {
             team = lim->force_team;
-        } else if (var == CLN_VAR_REG && !cpu) {
+        } else if (in_regs && !cpu) {
             /* A GPU register plan fills every slot: a work-group's loads all go out at
                once and then it only computes, so bytes in flight per work-item set the
                bandwidth (H200, 4096 columns: 2.0 TB/s at 16 per work-item, 2.9 at
@@ -292,7 +310,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         } else {
             team = cln_pow2_ceil(cln_div_up(cols, per_item));
             if (team > cap) team = cap;
-            if (var == CLN_VAR_REG && team < reg_team) team = reg_team;
+            if (in_regs && team < reg_team) team = reg_team;
         }
         if (!lim->force_team && team > max_wg) team = cln_pow2_floor(max_wg);
         if (team > max_wg) {
@@ -351,7 +369,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         return CLNORM_UNSUPPORTED;
     }
     /* A forced shape whose row does not fit the registers streams instead. */
-    if (var == CLN_VAR_REG && team * reg_k < cols) var = CLN_VAR_STREAM;
+    if ((var == CLN_VAR_REG || var == CLN_VAR_PAIR) && team * reg_k < cols) var = CLN_VAR_STREAM;
 
     out->variant = var;
     out->wg = wg;

@@ -65,10 +65,10 @@ static int cln_parse_line(const char *line, cln_tune_entry *e)
                &e->builtin_us, &used) != 12 || line[used] != '\0')
         return -1;
     int o = cln_find_op(op), a = cln_find_op(algo), v = -1, pa = -1, d = -1;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CLN_VAR_COUNT; i++)
         if (!strcmp(var, cln_variant_name((cln_variant)i))) v = i;
+    for (int i = CLNORM_F32; i <= CLNORM_BF16; i++)
         if (!strcmp(dt, cln_dtype_name((clnorm_dtype)i))) d = i;
-    }
     for (int i = 0; i < CLN_PATH_COUNT; i++)
         if (!strcmp(path, cln_path_name((cln_path)i))) pa = i;
     /* The algorithm must be the op itself, or a softmax form for softmax-auto: a

@@ -37,6 +37,7 @@
     X(add_rmsnorm_views, 1)                                                            \
     X(rmsnorm_extreme, 1)                                                              \
     X(lowp_special, 1)                                                                 \
+    X(variants, 1)                                                                     \
     X(merge, 0)                                                                        \
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \
@@ -106,8 +107,6 @@ void dt_fill_bits(clnorm_dtype dt, void *dst, size_t n, uint32_t bits);
 /* API.md's accuracy rule for rows of `cols` elements. */
 double tol_rel(clnorm_dtype dt, size_t cols);
 double tol_abs(clnorm_dtype dt);
-/* Set CLNORM_TEST_LOWP=1 to verify F16/BF16 values too (else status only). */
-int t_check_lowp(void);
 /* Set CLNORM_TEST_VERBOSE=1 to print every checked op with its timings. */
 int t_verbose(void);
 

@@ -178,6 +178,15 @@ static void plan_reg(size_t cols)
     else plan_set("reg", 64, team, 0);
 }
 
+/* The paired register variant likewise (16 elements per work-item covers every op
+   and dtype); views with odd row starts or odd cols run the plain register form. */
+static void plan_pair(size_t cols)
+{
+    size_t team = pow2_ceil((cols + 15) / 16);
+    if (team > 64) plan_set("pair", 0, 0, 0);
+    else plan_set("pair", 64, team, 0);
+}
+
 /* The streaming variant with 1, 8 or 64 work-items per row in groups of 64. */
 static void plan_stream(void)
 {
@@ -531,9 +540,10 @@ void test_add_rmsnorm_values(void)
                     vw[v]->ld = pick == 0 ? 0 : pick == 1 ? cols : cols + 1 + rng_below(&R, 3);
                     vw[v]->off = rng_below(&R, 2) ? 0 : rng_below(&R, 5);
                 }
-                switch (k++ % 3) {
+                switch (k++ % 4) {
                 case 0: plan_clear(); break;
                 case 1: plan_stream(); break;
+                case 2: plan_pair(cols); break;
                 default: plan_reg(cols); break;
                 }
                 fused_run(&f, CLNORM_SUCCESS);
@@ -1059,6 +1069,7 @@ static const xplan xplans[] = {
     {"stream", 64, 64, 0},    /* one row per work-group */
     {"reg", 64, 4, 0},        /* rows up to 128 in registers, 16 per group */
     {"reg", 256, 128, 0},     /* rows up to 4096 in registers, 2 per group */
+    {"pair", 256, 128, 0},    /* even rows as words of two elements (odd: reg) */
     {"split", 0, 0, 3},       /* rmsnorm in 3 slices per row (add_rmsnorm streams) */
     {"split", 64, 0, 0},      /* rmsnorm split as the library slices it */
 };
@@ -1356,18 +1367,19 @@ static void lowp_call(top op, clnorm_dtype dt, size_t cols, float eps)
 
 void test_lowp_special(void)
 {
-    static const size_t lcols[] = {1, 7, 33, 1000};
+    static const size_t lcols[] = {1, 2, 7, 33, 1000};
     const clnorm_dtype dts[] = {F16, BF16};
     g_bits_checked = g_bits_bad = g_unsupported = 0;
     g_denorm_ok = device_denormals();
     size_t calls = 0;
-    for (int p = 0; p < 3; p++)
+    for (int p = 0; p < 4; p++)
         for (size_t d = 0; d < 2; d++)
             for (size_t i = 0; i < COUNT_OF(lcols); i++) {
                 size_t cols = lcols[i];
                 for (int op = 0; op < OP_COUNT; op++) {
                     if (p == 0) plan_clear();
                     else if (p == 1) plan_reg(cols);
+                    else if (p == 3) plan_pair(cols);
                     else plan_set("split", 0, 0, 2);
                     if (op == OP_RMSNORM) {
                         lowp_call(OP_RMSNORM, dts[d], cols, 0.0f);

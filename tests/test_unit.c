@@ -180,9 +180,17 @@ static cln_limits no_limits(void)
     return l;
 }
 
+/* Elements a work-item of a register plan holds (cl/: CLN_REG_K, CLN_RMS_REG_K; the
+   paired form of 16-bit data twice as many). */
+static size_t reg_elems(cln_op op, clnorm_dtype dt, cln_variant v)
+{
+    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+    return v == CLN_VAR_PAIR && dt != CLNORM_F32 ? 2 * k : k;
+}
+
 /* Checks the invariants of a plan; returns 1 when all hold. */
-static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, size_t rows,
-                   size_t cols, const cln_plan *pl, const char *label)
+static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
+                   size_t rows, size_t cols, const cln_plan *pl, const char *label)
 {
     int ok = 1;
     if (op == CLN_OP_SOFTMAX_AUTO)
@@ -203,7 +211,7 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, size_
                 pl->rows_per_wg, rows);
     ok &= CHECK(pl->groups <= rows * cols, "%s: %zu groups for %zu elements", label, pl->groups,
                 rows * cols);
-    ok &= CHECK(pl->variant <= CLN_VAR_SPLIT, "%s: variant %d", label, (int)pl->variant);
+    ok &= CHECK(pl->variant < CLN_VAR_COUNT, "%s: variant %d", label, (int)pl->variant);
     ok &= CHECK(pl->local_bytes <= p->local_mem, "%s: local_bytes %zu over the device's %llu",
                 label, pl->local_bytes, (unsigned long long)p->local_mem);
     if (lim->max_local)
@@ -216,9 +224,14 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, size_
                     pl->groups == rows * pl->slices && pl->k2 != CLN_K_COUNT,
                     "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
-    } else if (pl->variant == CLN_VAR_REG) {
-        ok &= CHECK(cols <= pl->team * CLN_REG_K, "%s: register plan of team %zu for %zu cols "
-                    "(%d per work-item)", label, pl->team, cols, CLN_REG_K);
+    } else if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) {
+        size_t k = reg_elems(pl->op, dt, pl->variant);
+        ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
+                    "(%zu per work-item)", label, pl->team, cols, k);
+        /* The paired kernels move words of two elements from every row start. */
+        if (pl->variant == CLN_VAR_PAIR)
+            ok &= CHECK(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu cols%s",
+                        label, cols, lim->no_pairs ? " on views with odd row starts" : "");
     }
     ok &= CHECK(pl->path != CLN_PATH_SUBGROUP || p->has_subgroups,
                 "%s: sub-group path on a device without sub-groups", label);
@@ -311,14 +324,15 @@ void test_plan(void)
     for (size_t i = 0; i < COUNT_OF(profs); i++) {
         const named_profile *np = &profs[i];
         const cln_profile *p = &np->p;
-        cln_limits none = no_limits(), small = no_limits();
+        cln_limits none = no_limits(), small = no_limits(), odd = no_limits();
         small.max_wg = 64, small.max_local = 16384;
-        const cln_limits *lims[] = {&none, &small};
+        odd.no_pairs = 1;
+        const cln_limits *lims[] = {&none, &small, &odd};
         for (int op = 0; op < CLN_OP_COUNT; op++)
             for (size_t d = 0; d < COUNT_OF(dts); d++)
                 for (size_t r = 0; r < COUNT_OF(rows_list); r++)
                     for (size_t c = 0; c < COUNT_OF(cols_list); c++)
-                        for (int k = 0; k < 2; k++) {
+                        for (size_t k = 0; k < COUNT_OF(lims); k++) {
                             size_t rows = rows_list[r], cols = cols_list[c];
                             plan_label(label, sizeof label, np, lims[k], (cln_op)op, dts[d], rows, cols);
                             clnorm_status st = plan(np, lims[k], (cln_op)op, dts[d], rows, cols, &pl, why);
@@ -327,7 +341,7 @@ void test_plan(void)
                             if (!CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label,
                                        clnorm_status_string(st), why))
                                 continue;
-                            if (!plan_ok(p, lims[k], (cln_op)op, rows, cols, &pl, label) && ++bad_shown > 20)
+                            if (!plan_ok(p, lims[k], (cln_op)op, dts[d], rows, cols, &pl, label) && ++bad_shown > 20)
                                 return;  /* a broken plan function: enough said */
                             /* A pure function: the same question, the same answer. */
                             plan(np, lims[k], (cln_op)op, dts[d], rows, cols, &pl2, why);
@@ -363,6 +377,38 @@ void test_plan(void)
                 }
         }
 
+        /* 16-bit rows in registers go paired where every row starts at an even
+           element (twice the elements per work-item, so half the team); float32 and
+           odd rows keep the plain register form unless pairs are forced. */
+        if (p->nv) {
+            struct { clnorm_dtype dt; size_t cols; int no_pairs, force; cln_variant want; size_t team; }
+            pc[] = {
+                {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 64},
+                {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 64},
+                {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256},
+                {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128},
+                {CLNORM_F32, 4096, 0, 0, CLN_VAR_REG, 128},
+                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 128},
+                {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256},
+                {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128}, /* forced plain: honoured */
+            };
+            for (size_t c = 0; c < COUNT_OF(pc); c++) {
+                cln_limits f = no_limits();
+                f.no_pairs = pc[c].no_pairs;
+                if (pc[c].force) f.force_variant = pc[c].force == 1 ? CLN_VAR_PAIR : CLN_VAR_REG;
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096,
+                           pc[c].cols);
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, why),
+                             CLNORM_SUCCESS) &&
+                    plan_ok(p, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, label))
+                    CHECK(pl.variant == pc[c].want && pl.team == pc[c].team &&
+                          pl.k1 == (pc[c].want == CLN_VAR_PAIR ? CLN_K_SM_PAIR : CLN_K_SM_REG),
+                          "%s, no_pairs %d: %s team %zu, expected %s team %zu", label,
+                          pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
+                          cln_variant_name(pc[c].want), pc[c].team);
+            }
+        }
+
         /* Forced paths. */
         for (int op = 0; op < CLN_OP_COUNT; op++) {
             cln_limits f = no_limits();
@@ -395,7 +441,7 @@ void test_plan(void)
                     plan_label(label, sizeof label, np, &f, (cln_op)op, CLNORM_F32, 37, 1000);
                     clnorm_status st = plan(np, &f, (cln_op)op, CLNORM_F32, 37, 1000, &pl, why);
                     if (CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label, clnorm_status_string(st), why) &&
-                        plan_ok(p, &f, (cln_op)op, 37, 1000, &pl, label))
+                        plan_ok(p, &f, (cln_op)op, CLNORM_F32, 37, 1000, &pl, label))
                         CHECK(pl.wg == f.force_wg && pl.team == f.force_team,
                               "%s: got wg %zu team %zu", label, pl.wg, pl.team);
                 }

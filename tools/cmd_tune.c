@@ -16,7 +16,7 @@ static const char tune_usage[] =
     "\n"
     "For rmsnorm, softmax three-pass, softmax online and softmax statistics, in f32, f16\n"
     "and bf16, on rows of 128, 1024, 4096, 32768 and 262144 columns (rows enough for\n"
-    "4M elements), times every candidate plan: variant (stream, reg, split), work-group\n"
+    "4M elements), times every candidate plan: variant (stream, reg, pair, split), work-group\n"
     "size, work-items per row (so rows per work-group), work-groups per row (split) and\n"
     "reduction path, on random data, checked against the built-in plan's result. Each\n"
     "is timed with profiling events on the session queue: a warm-up run, then the\n"
@@ -196,13 +196,16 @@ static size_t candidates(const cln_profile *p, cln_op op, clnorm_dtype dt, size_
     cln_path paths[2] = {CLN_PATH_LOCAL, p->best_path};
     for (int pi = 0; pi < (p->best_path == CLN_PATH_LOCAL || only_local ? 1 : 2); pi++)
         for (size_t wg = cpu ? 8 : 32; wg <= maxwg; wg *= quick ? 4 : 2) {
-            cand c[64];
+            cand c[96];
             size_t k = 0;
             for (size_t team = wg; team >= 1 && wg / team <= 64; team /= quick ? 4 : 2) {
                 if (team > 1 && team / 2 >= cols) continue; /* more work-items than columns */
                 c[k++] = (cand){CLN_VAR_STREAM, paths[pi], wg, team, 0};
                 if (has_reg(op) && team * CLN_REG_K >= cols)
                     c[k++] = (cand){CLN_VAR_REG, paths[pi], wg, team, 0};
+                /* Paired words (16-bit rows hold twice the elements per work-item). */
+                if (has_reg(op) && team * CLN_REG_K * (dt == CLNORM_F32 ? 1 : 2) >= cols)
+                    c[k++] = (cand){CLN_VAR_PAIR, paths[pi], wg, team, 0};
             }
             if (has_split(op))
                 for (size_t s = 2; s <= 64 && cols / s >= wg * 8; s *= quick ? 4 : 2)

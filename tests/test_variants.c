@@ -1,0 +1,112 @@
+/* variants: every kernel form (stream, reg, pair, split) forced on every operation and
+   dtype, on rows that fit it, packed and on views whose rows start at odd elements.
+   The plan the library makes is asserted too, so that each form really runs: the
+   paired one wherever the row length and every row start are even, the plain register
+   one where they are not. Values against float64 references of the rounded inputs;
+   canaries around every view (run_op). */
+#include "test.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void set_num(const char *name, size_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%zu", v);
+    t_setenv(name, buf);
+}
+
+static size_t pow2_ceil(size_t v)
+{
+    size_t p = 1;
+    while (p < v) p *= 2;
+    return p;
+}
+
+static cln_op plan_op(top op)
+{
+    switch (op) {
+    case OP_RMSNORM: return CLN_OP_RMSNORM;
+    case OP_SOFTMAX_3PASS: return CLN_OP_SOFTMAX_3PASS;
+    case OP_SOFTMAX_ONLINE: return CLN_OP_SOFTMAX_ONLINE;
+    case OP_STATS: return CLN_OP_STATS;
+    default: return CLN_OP_SOFTMAX_AUTO;
+    }
+}
+
+/* The variant the library should run for a forced one. */
+static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows)
+{
+    if (forced == CLN_VAR_PAIR && (cols % 2 || odd_rows)) forced = CLN_VAR_REG;
+    if ((forced == CLN_VAR_REG || forced == CLN_VAR_PAIR) && op == OP_STATS) return CLN_VAR_STREAM;
+    return forced;
+}
+
+void test_variants(void)
+{
+    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REG, CLN_VAR_PAIR, CLN_VAR_SPLIT};
+    /* Up to 1024 columns: one work-group size (64), since PoCL compiles every
+       kernel anew for each size it meets. */
+    static const size_t cols_list[] = {2, 34, 1000, 1001};
+    static const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
+    const cln_profile *prof;
+    if (!CHECK_ST(cln_profile_get(T.dev, &prof), CLNORM_SUCCESS)) return;
+    size_t dmax = t_device_max_wg(T.dev);
+    size_t calls = 0, planned[CLN_VAR_COUNT] = {0};
+    for (size_t f = 0; f < COUNT_OF(forms); f++)
+        for (size_t c = 0; c < COUNT_OF(cols_list); c++)
+            for (size_t d = 0; d < COUNT_OF(dts); d++)
+                for (int op = 0; op < OP_COUNT; op++) {
+                    size_t cols = cols_list[c], rows = cols > 1000 ? 3 : 5;
+                    /* 16 elements per work-item fit every register form; groups of
+                       at least 64 hold several short rows. */
+                    size_t team = pow2_ceil((cols + 15) / 16), wg = team < 64 ? 64 : team;
+                    if (wg > dmax) continue;
+                    t_env_restore();
+                    t_setenv("CLNORM_VARIANT", cln_variant_name(forms[f]));
+                    if (forms[f] == CLN_VAR_SPLIT) {
+                        set_num("CLNORM_SPLIT", 3);
+                    } else {
+                        set_num("CLNORM_WORK_GROUP", wg);
+                        set_num("CLNORM_ROW_THREADS", team);
+                    }
+                    op_args a;
+                    float *x, *g;
+                    make_problem(&R, &a, (top)op, rows, cols, &x, &g);
+                    a.dt = dts[d];
+                    /* Packed (half the calls); x at an odd offset; y with an odd ld. */
+                    int layout = (int)((c + d + (size_t)op) % 4) % 3;
+                    if (layout == 1) a.xoff = 1;
+                    if (layout == 2) a.yld = cols + 1, a.yoff = 2;
+                    int odd_rows = layout != 0;
+
+                    cln_limits lim;
+                    cln_plan pl;
+                    char why[256], label[400];
+                    op_label(&a, label, sizeof label);
+                    CHECK_ST(cln_limits_from_env(&lim), CLNORM_SUCCESS);
+                    lim.no_pairs = odd_rows;
+                    if (CHECK_ST(cln_plan_make(prof, &lim, plan_op((top)op), a.dt, rows, cols, &pl,
+                                               why, sizeof why), CLNORM_SUCCESS)) {
+                        cln_variant want = expected(forms[f], (top)op, cols, odd_rows);
+                        /* A split stays a split only for the ops that have one. */
+                        if (forms[f] == CLN_VAR_SPLIT && pl.variant == CLN_VAR_STREAM) want = pl.variant;
+                        CHECK(pl.variant == want, "%s, CLNORM_VARIANT=%s: the plan is %s, expected %s",
+                              label, cln_variant_name(forms[f]), cln_variant_name(pl.variant),
+                              cln_variant_name(want));
+                        planned[pl.variant]++;
+                    }
+                    check_op(&a, CLNORM_SUCCESS);
+                    calls++;
+                    free(x);
+                    free(g);
+                }
+    t_env_restore();
+    NOTE("%zu calls checked; planned stream %zu, reg %zu, pair %zu, split %zu", calls,
+         planned[CLN_VAR_STREAM], planned[CLN_VAR_REG], planned[CLN_VAR_PAIR],
+         planned[CLN_VAR_SPLIT]);
+    CHECK(planned[CLN_VAR_PAIR] > 0 && planned[CLN_VAR_REG] > 0 && planned[CLN_VAR_SPLIT] > 0,
+          "some kernel form never ran");
+}
