@@ -1,0 +1,44 @@
+#!/bin/bash
+# The paired register variant on the H200 (third session of 2026-11-30): the suite on
+# the NVIDIA GPU, the bench grid with the plain and paired register forms forced, the
+# registers each kernel uses, the host time per call at a launch-bound shape, and the
+# PyTorch comparison. Results to $OUT (the device tool's folder), or ./gpu-out.
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
+    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export CLNORM_CACHE_DIR=/tmp/clnorm-cache
+S=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
+cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
+    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
+stamp built
+(cd /tmp/gb && timeout 240 ctest -L "unit|nvidia" -j4 --timeout 200 --output-on-failure \
+    > "$OUT/tests-nvidia.log" 2>&1)
+tail -n 4 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
+stamp tested
+B="/tmp/gb/tools/clnorm bench --device nvidia --batch 10"
+for dt in f32 bf16; do
+    for v in reg pair; do
+        echo "== $dt CLNORM_VARIANT=$v"
+        CLNORM_VARIANT=$v timeout 90 $B --dtype $dt 2>/dev/null | grep -E "^(softmax|rmsnorm) "
+    done
+done > "$OUT/variants.log" 2>&1
+cut -c1-130 "$OUT/variants.log"
+stamp variants
+CLNORM_CACHE_DIR=off CLNORM_BUILD_LOG=1 CLNORM_BUILD_OPTIONS=-cl-nv-verbose timeout 60 \
+    /tmp/gb/tools/clnorm run --device nvidia --rows 256 --cols 4096 --dtype bf16 --repeats 1 \
+    > "$OUT/nv-verbose-bf16.log" 2>&1
+grep -B1 -E "Used|spill" "$OUT/nv-verbose-bf16.log" | grep -E "Compiling|Used|spill" | paste - - - | \
+    sed -E 's/ptxas info *: //g' | cut -c1-200 | head -40
+for shape in "4096 128" "16384 1024"; do
+    set -- $shape
+    timeout 60 /tmp/gb/tools/clnorm run --device nvidia --rows $1 --cols $2 2>&1 | tail -7
+done > "$OUT/run-host-time.log"
+cat "$OUT/run-host-time.log"
+stamp diag
+PYTHONUNBUFFERED=1 timeout 200 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
+    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
+    > "$OUT/compare-h200.log" 2>&1
+tail -n 34 "$OUT/compare-h200.log"
+stamp done
