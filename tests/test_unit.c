@@ -377,9 +377,9 @@ void test_plan(void)
                 }
         }
 
-        /* 16-bit rows in registers go paired where every row starts at an even
-           element (twice the elements per work-item, so half the team); float32 and
-           odd rows keep the plain register form unless pairs are forced. */
+        /* Rows in registers go paired where their length and every row start are even
+           (16-bit: twice the elements per work-item, so half the team); odd ones, or
+           CLNORM_VARIANT=reg, keep the plain register form. */
         if (p->nv) {
             struct { clnorm_dtype dt; size_t cols; int no_pairs, force; cln_variant want; size_t team; }
             pc[] = {
@@ -387,7 +387,8 @@ void test_plan(void)
                 {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 64},
                 {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256},
                 {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128},
-                {CLNORM_F32, 4096, 0, 0, CLN_VAR_REG, 128},
+                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128},
+                {CLNORM_F32, 4096, 1, 0, CLN_VAR_REG, 128},
                 {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 128},
                 {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256},
                 {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128}, /* forced plain: honoured */

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The H200 run after the paired form became the default and NVIDIA's exp became
+# ex2.approx with a split product (third session of 2026-11-30): the suite on the
+# NVIDIA GPU, the bench grid against the exact exp and against lower register caps,
+# accuracy at two shapes, the PyTorch comparison, then the suite on PoCL 5 for the
+# time left. Results to $OUT (the device tool's folder), or ./gpu-out.
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
+    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export CLNORM_CACHE_DIR=/tmp/clnorm-cache
+S=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
+cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
+    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
+stamp built
+(cd /tmp/gb && timeout 240 ctest -L "unit|nvidia" -j4 --timeout 200 --output-on-failure \
+    > "$OUT/tests-nvidia.log" 2>&1)
+tail -n 4 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
+stamp tested
+B="/tmp/gb/tools/clnorm bench --device nvidia --batch 10"
+for dt in f32 bf16; do
+    for opt in "" "-DCLN_EXACT_EXP" "-cl-nv-maxrregcount=40" "-cl-nv-maxrregcount=48"; do
+        echo "== $dt build options '$opt'"
+        CLNORM_BUILD_OPTIONS="$opt" timeout 90 $B --dtype $dt 2>/dev/null | grep -E "^(softmax|rmsnorm) "
+    done
+done > "$OUT/options.log" 2>&1
+cut -c1-40,92-130 "$OUT/options.log"
+stamp options
+for dt in f32 bf16 f16; do
+    timeout 60 /tmp/gb/tools/clnorm run --device nvidia --rows 1000 --cols 4097 --dtype $dt --repeats 1 2>&1 | tail -7
+done > "$OUT/run-accuracy.log"
+cat "$OUT/run-accuracy.log"
+stamp accuracy
+PYTHONUNBUFFERED=1 timeout 200 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
+    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
+    > "$OUT/compare-h200.log" 2>&1
+tail -n 34 "$OUT/compare-h200.log"
+stamp compared
+left=$(( 570 - ($(date +%s) - S) ))
+(cd /tmp/gb && timeout $left ctest -L pocl -j16 --timeout 300 --output-on-failure \
+    > "$OUT/tests-pocl5.log" 2>&1)
+grep -E "tests passed|Failed|\*\*\*|Passed|Timeout" "$OUT/tests-pocl5.log" | tail -30
+stamp done
