@@ -27,9 +27,9 @@ done > "$OUT/variants.log" 2>&1
 cut -c1-130 "$OUT/variants.log"
 stamp variants
 CLNORM_CACHE_DIR=off CLNORM_BUILD_LOG=1 CLNORM_BUILD_OPTIONS=-cl-nv-verbose timeout 60 \
-    /tmp/gb/tools/clnorm run --device nvidia --rows 256 --cols 4096 --dtype bf16 --repeats 1 \
-    > "$OUT/nv-verbose-bf16.log" 2>&1
-grep -B1 -E "Used|spill" "$OUT/nv-verbose-bf16.log" | grep -E "Compiling|Used|spill" | paste - - - | \
+    /tmp/gb/tools/clnorm run --device nvidia --rows 256 --cols 4096 --dtype ${VERBOSE_DTYPE:-f32} --repeats 1 \
+    > "$OUT/nv-verbose.log" 2>&1
+grep -B1 -E "Used|spill" "$OUT/nv-verbose.log" | grep -E "Compiling|Used|spill" | paste - - - | \
     sed -E 's/ptxas info *: //g' | cut -c1-200 | head -40
 for shape in "4096 128" "16384 1024"; do
     set -- $shape

@@ -17,35 +17,13 @@
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #endif
 
-/* exp(d) for d <= 0 or NaN. On NVIDIA, OpenCL's exp cost more than all the rest of
-   a 16-bit softmax row (H200: the paired bf16 form, which takes exp twice, ran slower
-   than the plain one at 1024 columns). ex2.approx (relative error about 2^-22, and
-   denormal results kept without .ftz) on d * log2(e) carried as hi + lo, so that the
-   rounding of the product, up to 2^-24 * 150 in the exponent, is put back by the
-   first-order term: the result stays within a few float32 ulps. -DCLN_EXACT_EXP
-   measures the difference. */
-#if CLN_PATH == 2 && !defined(CLN_EXACT_EXP)
-inline float cln_exp(float d)
-{
-    d = d < -104.0f ? -104.0f : d; /* exp(-104) is below every denormal; NaN stays */
-    const float l2e = 0x1.715476p+0f, l2e_lo = 0x1.4ae0c0p-26f, ln2 = 0x1.62e430p-1f;
-    float hi = d * l2e;
-    float lo = fma(d, l2e, -hi) + d * l2e_lo;
-    float r;
-    asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(hi));
-    return fma(r, lo * ln2, r);
-}
-#else
-#define cln_exp exp
-#endif
-
 /* Weight of a value (or a part's maximum) x under the maximum m: exp(x - m), but 0 for
    an all -inf part and 1 for x == m == +inf, so -inf - (-inf) and inf - inf are never
    formed. A NaN x gives NaN, which then poisons the sum as the contract wants. */
 inline float cln_w(float x, float m)
 {
     if (x == m) return m == -INFINITY ? 0.0f : 1.0f;
-    return cln_exp(x - m);
+    return exp(x - m);
 }
 
 /* Merges part (mb, lb) into (m, l). fmax ignores NaN; a NaN maximum is carried by l. */

@@ -252,8 +252,12 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
 }
 
-/* The paired forms (cols even, rows starting at even elements). */
-#define CLN_RMS_PAIR_K CLN_PAIR_SLOTS(CLN_RMS_REG_K)
+/* The paired forms (cols even, rows starting at even elements). They hold as many
+   elements as softmax's register form: paired words leave NVIDIA room for them,
+   where 32 plain floats spilled, and work-groups of 512 or 1024 for rows of 8192 or
+   16384 float32 ran at 45 % of the copy bandwidth (H200). Keep in step with
+   cln_reg_k in src/plan.c. */
+#define CLN_RMS_PAIR_K CLN_PAIR_SLOTS(CLN_REG_K)
 __kernel void clnorm_rmsnorm_pair(__global const cln_t *x, ulong xoff, ulong xld,
                                   __global const cln_t *gamma, uint has_gamma,
                                   __global cln_t *y, ulong yoff, ulong yld,

@@ -129,8 +129,8 @@ static size_t pow2_floor(size_t v)
    paired form (cl/dtype.cl). */
 static size_t reg_k(cln_op op, clnorm_dtype dt, cln_variant v)
 {
-    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
-    return v == CLN_VAR_PAIR && dt != CLNORM_F32 ? 2 * k : k;
+    if (v == CLN_VAR_PAIR) return dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
+    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
 void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,

@@ -168,13 +168,14 @@ static void cln_kernels(cln_plan *pl)
     }
 }
 
-/* Elements per work-item the register form of op holds (see cl/). RMSNorm holds
-   fewer: its rarely taken rescaling path made NVIDIA spill 32. The paired form of
-   16-bit data holds twice as many in the same registers (cl/dtype.cl). */
+/* Elements per work-item the register form of op holds (see cl/). RMSNorm's plain
+   form holds fewer: its rarely taken rescaling path made NVIDIA spill 32 floats. The
+   paired forms hold CLN_REG_K (float32) or twice as many 16-bit elements in the same
+   registers (cl/dtype.cl). */
 static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
 {
-    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
-    return pair && dtype != CLNORM_F32 ? 2 * k : k;
+    if (pair) return dtype != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
+    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
 static int cln_has_variant(cln_op op, cln_variant v)
@@ -221,9 +222,13 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 
     /* The paired register form wants words of two elements at every row start; it is
        the register form wherever it can run (H200, 4096x4096 softmax: 2.84 TB/s plain,
-       3.26 paired in float32; bf16 RMSNorm 16384x8192: 1.45 and 2.84). CLNORM_VARIANT
-       =reg keeps the plain one. */
-    int pair = cols % 2 == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
+       3.26 paired in float32; bf16 RMSNorm 16384x8192: 1.45 and 2.84), but for 16-bit
+       softmax rows under 2048 columns, which take exp twice there and measured slower
+       (bf16 16384x1024: 1.32 TB/s plain, 1.04 paired). CLNORM_VARIANT=reg keeps the
+       plain form, =pair forces the paired one. */
+    int soft16 = dtype != CLNORM_F32 && op != CLN_OP_RMSNORM && op != CLN_OP_ADD_RMSNORM;
+    int pair = cols % 2 == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG &&
+               (!soft16 || cols >= 2048 || lim->force_variant == CLN_VAR_PAIR);
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);

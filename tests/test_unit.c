@@ -184,8 +184,8 @@ static cln_limits no_limits(void)
    paired form of 16-bit data twice as many). */
 static size_t reg_elems(cln_op op, clnorm_dtype dt, cln_variant v)
 {
-    size_t k = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
-    return v == CLN_VAR_PAIR && dt != CLNORM_F32 ? 2 * k : k;
+    if (v == CLN_VAR_PAIR) return dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
+    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
 /* Checks the invariants of a plan; returns 1 when all hold. */
@@ -385,6 +385,8 @@ void test_plan(void)
             pc[] = {
                 {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 64},
                 {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 64},
+                {CLNORM_BF16, 1024, 0, 0, CLN_VAR_REG, 32},  /* short 16-bit softmax rows */
+                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 32},
                 {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256},
                 {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128},
                 {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128},
