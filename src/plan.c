@@ -233,6 +233,14 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
+    /* RMSNorm's paired form on GPUs fills half its slots where a team of up to 256
+       then holds the row, and all of them only for longer rows (H200, float32:
+       4096x4096 3.18 TB/s half full, 2.97 full; 16384x8192 1.94 with the 16-slot
+       kernel's team of 512, 3.97 full). */
+    if (pair && !cpu && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM)) {
+        size_t half = cln_pow2_ceil(cln_div_up(cols, reg_k / 2));
+        if (half <= 256) reg_team = half;
+    }
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
        sits in cache between passes and exp dominates; the three-pass loops vectorise
