@@ -233,11 +233,11 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
-    /* RMSNorm's paired form on GPUs fills half its slots where a team of up to 256
-       then holds the row, and all of them only for longer rows (H200, float32:
-       4096x4096 3.18 TB/s half full, 2.97 full; 16384x8192 1.94 with the 16-slot
-       kernel's team of 512, 3.97 full). */
-    if (pair && !cpu && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM)) {
+    /* RMSNorm's paired float32 form on GPUs fills half its slots where a team of up
+       to 256 then holds the row, and all of them only for longer rows (H200: 4096x4096
+       3.07 TB/s half full, 2.97 full; 16384x8192 3.97 full). 16-bit rows measured
+       better full (bf16 16384x8192: 2.90 full, 2.42 half). */
+    if (pair && !cpu && dtype == CLNORM_F32 && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM)) {
         size_t half = cln_pow2_ceil(cln_div_up(cols, reg_k / 2));
         if (half <= 256) reg_team = half;
     }
