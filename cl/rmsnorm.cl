@@ -252,55 +252,55 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
 }
 
-/* The paired forms (cols even, rows starting at even elements). They hold as many
-   elements as softmax's register form: paired words leave NVIDIA room for them,
-   where 32 plain floats spilled, and work-groups of 512 or 1024 for rows of 8192 or
-   16384 float32 ran at 45 % of the copy bandwidth (H200). Keep in step with
-   cln_reg_k in src/plan.c. */
-#define CLN_RMS_PAIR_K CLN_PAIR_SLOTS(CLN_REG_K)
-__kernel void clnorm_rmsnorm_pair(__global const cln_t *x, ulong xoff, ulong xld,
-                                  __global const cln_t *gamma, uint has_gamma,
-                                  __global cln_t *y, ulong yoff, ulong yld,
-                                  ulong rows, ulong cols, float eps, uint team,
-                                  __local float *scratch)
-{
-    CLN_ROW_SETUP();
-    if (lid == 0) *CLN_FLAG = 0;
-    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
-    __global cln_t *yr = y + yoff + row * yld;
-    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_RMS_PAIR_K);
-    cln_pw v[CLN_RMS_PAIR_K];
-#pragma unroll
-    for (uint i = 0; i < CLN_RMS_PAIR_K; i++) v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;
-    CLN_RMS_REG_TAIL(CLN_RMS_PAIR_K, CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);
-}
-
-/* h is rounded to the storage type by cln_pack2 itself, as cln_round does. */
-__kernel void clnorm_add_rmsnorm_pair(__global const cln_t *x, ulong xoff, ulong xld,
-                                      __global cln_t *res, ulong roff, ulong rld, uint update,
-                                      __global const cln_t *gamma, uint has_gamma,
-                                      __global cln_t *y, ulong yoff, ulong yld,
-                                      ulong rows, ulong cols, float eps, uint team,
-                                      __local float *scratch)
-{
-    CLN_ROW_SETUP();
-    if (lid == 0) *CLN_FLAG = 0;
-    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
-    __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);
-    __global cln_t *yr = y + yoff + row * yld;
-    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_RMS_PAIR_K);
-    cln_pw v[CLN_RMS_PAIR_K];
-#pragma unroll
-    for (uint i = 0; i < CLN_RMS_PAIR_K; i++) {
-        ulong c = (ulong)i * team + lane;
-        v[i] = (cln_pw)0;
-        if (i < n) {
-            v[i] = cln_pack2(cln_unpack2(xr[c]) + cln_unpack2(rr[c]));
-            if (update) rr[c] = v[i];
-        }
+/* The paired forms (cols even, rows starting at even elements), in two sizes: K
+   words per work-item, as many elements as softmax's register form (_pair) or half
+   as many (_pair_half). The plan takes the half form where a team of up to 256 holds
+   the row and the full one for longer rows: on the H200 rows of 8192 or 16384
+   float32 in groups of 512 or 1024 ran at 45 % of the copy bandwidth, while the half
+   form was the faster one for shorter rows (float32 4096x4096: 3.17 TB/s against 2.97
+   for the full form half filled). Keep in step with cln_reg_k in src/plan.c. h of the
+   fused add is rounded to the storage type by cln_pack2 itself, as cln_round does. */
+#define CLN_RMS_PAIR_KERNELS(SUFFIX, K)                                              \
+    __kernel void clnorm_rmsnorm_##SUFFIX(                                           \
+        __global const cln_t *x, ulong xoff, ulong xld, __global const cln_t *gamma,  \
+        uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
+        ulong cols, float eps, uint team, __local float *scratch)                     \
+    {                                                                                \
+        CLN_ROW_SETUP();                                                             \
+        if (lid == 0) *CLN_FLAG = 0;                                                 \
+        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
+        __global cln_t *yr = y + yoff + row * yld;                                   \
+        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
+        cln_pw v[K];                                                                 \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
+            v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;                   \
+        CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
+    }                                                                                \
+    __kernel void clnorm_add_rmsnorm_##SUFFIX(                                       \
+        __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *res,          \
+        ulong roff, ulong rld, uint update, __global const cln_t *gamma,              \
+        uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
+        ulong cols, float eps, uint team, __local float *scratch)                     \
+    {                                                                                \
+        CLN_ROW_SETUP();                                                             \
+        if (lid == 0) *CLN_FLAG = 0;                                                 \
+        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
+        __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);           \
+        __global cln_t *yr = y + yoff + row * yld;                                   \
+        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
+        cln_pw v[K];                                                                 \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++) {                           \
+            ulong c = (ulong)i * team + lane;                                        \
+            v[i] = (cln_pw)0;                                                        \
+            if (i < n) {                                                             \
+                v[i] = cln_pack2(cln_unpack2(xr[c]) + cln_unpack2(rr[c]));           \
+                if (update) rr[c] = v[i];                                            \
+            }                                                                        \
+        }                                                                            \
+        CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
     }
-    CLN_RMS_REG_TAIL(CLN_RMS_PAIR_K, CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);
-}
+CLN_RMS_PAIR_KERNELS(pair, CLN_PAIR_SLOTS(CLN_REG_K))
+CLN_RMS_PAIR_KERNELS(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
 
 /* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where
    the sum is of (x * 2^e)^2: e = 0 normally, or the slice's own scale when its plain

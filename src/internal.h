@@ -112,7 +112,7 @@ typedef enum cln_kernel_id {
     CLN_K_RMS, CLN_K_RMS_REG, CLN_K_ADD_RMS, CLN_K_ADD_RMS_REG, CLN_K_SPLIT_SS,
     CLN_K_SPLIT_RMS, CLN_K_SM3, CLN_K_SMO, CLN_K_SM_REG, CLN_K_STATS, CLN_K_SPLIT_STATS,
     CLN_K_SPLIT_SM, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUMEXP, CLN_K_SM_PAIR, CLN_K_RMS_PAIR,
-    CLN_K_ADD_RMS_PAIR, CLN_K_COUNT
+    CLN_K_ADD_RMS_PAIR, CLN_K_RMS_PAIR_HALF, CLN_K_ADD_RMS_PAIR_HALF, CLN_K_COUNT
 } cln_kernel_id;
 CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 
@@ -141,6 +141,7 @@ typedef struct cln_plan {
                              trees at run time where (wg, team) do not suit it */
     cln_kernel_id k1, k2, k3; /* stage kernels; CLN_K_COUNT where a stage is absent */
     int online;           /* register variant of softmax: online (1) or three-pass (0) */
+    int pair_half;        /* paired RMSNorm: the kernels with half the slots */
     size_t wg;            /* work-group size */
     size_t team;          /* work-items per row; divides wg (== wg for split) */
     size_t rows_per_wg;   /* wg / team */

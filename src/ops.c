@@ -81,11 +81,13 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     case CLN_K_ADD_RMS:
     case CLN_K_ADD_RMS_REG:
     case CLN_K_ADD_RMS_PAIR:
+    case CLN_K_ADD_RMS_PAIR_HALF:
         CLN_ARG(a->res.mem); CLN_ARG(roff); CLN_ARG(rld); CLN_ARG(update);
         /* fall through */
     case CLN_K_RMS:
     case CLN_K_RMS_REG:
     case CLN_K_RMS_PAIR:
+    case CLN_K_RMS_PAIR_HALF:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(team);
         break;

@@ -40,7 +40,8 @@ const char *cln_kernel_name(cln_kernel_id k)
         "clnorm_softmax_3pass", "clnorm_softmax_online", "clnorm_softmax_reg",
         "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
         "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp",
-        "clnorm_softmax_pair", "clnorm_rmsnorm_pair", "clnorm_add_rmsnorm_pair"};
+        "clnorm_softmax_pair", "clnorm_rmsnorm_pair", "clnorm_add_rmsnorm_pair",
+        "clnorm_rmsnorm_pair_half", "clnorm_add_rmsnorm_pair_half"};
     return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
@@ -50,9 +51,9 @@ void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
         snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
                  cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
     else
-        snprintf(buf, len, "%s/%s wg %zu, %zu rows/wg, %zu groups",
-                 cln_variant_name(pl->variant), cln_path_name(pl->path), pl->wg,
-                 pl->rows_per_wg, pl->groups);
+        snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
+                 cln_variant_name(pl->variant), pl->pair_half ? "-half" : "",
+                 cln_path_name(pl->path), pl->wg, pl->rows_per_wg, pl->groups);
 }
 
 static size_t cln_pow2_floor(size_t v)
@@ -136,13 +137,14 @@ static void cln_kernels(cln_plan *pl)
     pl->k2 = pl->k3 = CLN_K_COUNT;
     switch (pl->op) {
     case CLN_OP_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_RMS_PAIR
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_RMS_PAIR_HALF : CLN_K_RMS_PAIR)
                  : pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SS : CLN_K_RMS;
         if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMS;
         break;
     case CLN_OP_ADD_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_ADD_RMS_PAIR
+        pl->k1 = pl->variant == CLN_VAR_PAIR
+                     ? (pl->pair_half ? CLN_K_ADD_RMS_PAIR_HALF : CLN_K_ADD_RMS_PAIR)
                  : pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
         break;
     case CLN_OP_SOFTMAX_3PASS:
@@ -232,15 +234,14 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
+    /* RMSNorm's paired kernels come in two sizes (cl/rmsnorm.cl): half the slots
+       where a team of up to 256 then holds the row, all of them for longer rows
+       (H200: float32 4096x4096 3.17 TB/s half, 2.97 full; 65536x1024 bf16 2.67 half,
+       2.23 full; 16384x8192 float32 1.94 half, in groups of 512, and 3.97 full). */
+    int pair_half = pair && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM) &&
+                    cln_pow2_ceil(cln_div_up(cols, reg_k / 2)) <= 256;
+    if (pair_half) reg_k /= 2;
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
-    /* RMSNorm's paired float32 form on GPUs fills half its slots where a team of up
-       to 256 then holds the row, and all of them only for longer rows (H200: 4096x4096
-       3.07 TB/s half full, 2.97 full; 16384x8192 3.97 full). 16-bit rows measured
-       better full (bf16 16384x8192: 2.90 full, 2.42 half). */
-    if (pair && !cpu && dtype == CLNORM_F32 && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM)) {
-        size_t half = cln_pow2_ceil(cln_div_up(cols, reg_k / 2));
-        if (half <= 256) reg_team = half;
-    }
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
        sits in cache between passes and exp dominates; the three-pass loops vectorise
@@ -384,6 +385,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     if ((var == CLN_VAR_REG || var == CLN_VAR_PAIR) && team * reg_k < cols) var = CLN_VAR_STREAM;
 
     out->variant = var;
+    out->pair_half = var == CLN_VAR_PAIR && pair_half;
     out->wg = wg;
     out->team = team;
     out->rows_per_wg = wg / team;

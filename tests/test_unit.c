@@ -182,10 +182,13 @@ static cln_limits no_limits(void)
 
 /* Elements a work-item of a register plan holds (cl/: CLN_REG_K, CLN_RMS_REG_K; the
    paired form of 16-bit data twice as many). */
-static size_t reg_elems(cln_op op, clnorm_dtype dt, cln_variant v)
+static size_t reg_elems(const cln_plan *pl, clnorm_dtype dt)
 {
-    if (v == CLN_VAR_PAIR) return dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
-    return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
+    if (pl->variant == CLN_VAR_PAIR) {
+        size_t k = dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
+        return pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF ? k / 2 : k;
+    }
+    return pl->op == CLN_OP_RMSNORM || pl->op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
 /* Checks the invariants of a plan; returns 1 when all hold. */
@@ -225,7 +228,7 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
     } else if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) {
-        size_t k = reg_elems(pl->op, dt, pl->variant);
+        size_t k = reg_elems(pl, dt);
         ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
                     "(%zu per work-item)", label, pl->team, cols, k);
         /* The paired kernels move words of two elements from every row start. */
@@ -409,6 +412,27 @@ void test_plan(void)
                           "%s, no_pairs %d: %s team %zu, expected %s team %zu", label,
                           pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
                           cln_variant_name(pc[c].want), pc[c].team);
+            }
+        }
+
+        /* RMSNorm's paired kernels: half the slots where a team of up to 256 holds
+           the row, all of them beyond. */
+        if (p->nv) {
+            struct { clnorm_dtype dt; size_t cols; cln_kernel_id k; size_t team; } rc[] = {
+                {CLNORM_F32, 4096, CLN_K_RMS_PAIR_HALF, 256},
+                {CLNORM_F32, 8192, CLN_K_RMS_PAIR, 256},
+                {CLNORM_BF16, 8192, CLN_K_RMS_PAIR_HALF, 256},
+                {CLNORM_BF16, 16384, CLN_K_RMS_PAIR, 256},
+                {CLNORM_F32, 16384, CLN_K_RMS_PAIR, 512},
+            };
+            for (size_t c = 0; c < COUNT_OF(rc); c++) {
+                plan_label(label, sizeof label, np, &none, CLN_OP_RMSNORM, rc[c].dt, 4096, rc[c].cols);
+                if (CHECK_ST(plan(np, &none, CLN_OP_RMSNORM, rc[c].dt, 4096, rc[c].cols, &pl, why),
+                             CLNORM_SUCCESS) &&
+                    plan_ok(p, &none, CLN_OP_RMSNORM, rc[c].dt, 4096, rc[c].cols, &pl, label))
+                    CHECK(pl.k1 == rc[c].k && pl.team == rc[c].team,
+                          "%s: kernel %s team %zu, expected %s team %zu", label,
+                          cln_kernel_name(pl.k1), pl.team, cln_kernel_name(rc[c].k), rc[c].team);
             }
         }
 

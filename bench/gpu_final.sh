@@ -1,0 +1,33 @@
+#!/bin/bash
+# Last H200 run of the third session of 2026-11-30: the suite on the NVIDIA GPU with
+# RMSNorm's two paired kernel sizes, split and streaming plans forced on the two
+# long-row shapes the register forms serve worst, and the PyTorch comparison.
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
+    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export CLNORM_CACHE_DIR=/tmp/clnorm-cache
+S=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
+cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
+    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
+(cd /tmp/gb && timeout 150 ctest -L "unit|nvidia" -j4 --timeout 140 --output-on-failure \
+    > "$OUT/tests-nvidia.log" 2>&1)
+tail -n 3 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
+stamp tested
+R="/tmp/gb/tools/clnorm run --device nvidia --repeats 3"
+for shape in "1024 32768" "8192 16384"; do
+    set -- $shape
+    for cfg in "" "CLNORM_VARIANT=split CLNORM_SPLIT=2" "CLNORM_VARIANT=split CLNORM_SPLIT=4" \
+               "CLNORM_VARIANT=split CLNORM_SPLIT=8" "CLNORM_VARIANT=stream"; do
+        echo "== $1x$2 $cfg"
+        env $cfg timeout 40 $R --rows $1 --cols $2 2>&1 | grep -E "^(rmsnorm|softmax)"
+    done
+done > "$OUT/long-rows.log" 2>&1
+cut -c1-20,21-75,76-130 "$OUT/long-rows.log"
+stamp long-rows
+PYTHONUNBUFFERED=1 timeout 150 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
+    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
+    > "$OUT/compare-h200.log" 2>&1
+tail -n 34 "$OUT/compare-h200.log"
+stamp done
