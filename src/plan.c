@@ -240,6 +240,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        2.23 full; 16384x8192 float32 1.94 half, in groups of 512, and 3.97 full). */
     int pair_half = pair && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM) &&
                     cln_pow2_ceil(cln_div_up(cols, reg_k / 2)) <= 256;
+    /* A forced team that holds the row only in all the slots gets the full kernels. */
+    if (pair_half && lim->force_team && lim->force_team * (reg_k / 2) < cols) pair_half = 0;
     if (pair_half) reg_k /= 2;
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
