@@ -95,8 +95,8 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 /* The paired register form: word i * team + lane of the row (elements 2w and 2w + 1)
    lives in v[i]; cols is even. In float32 the weights are stored in place as in
    clnorm_softmax_reg; 16-bit words stay packed, so exp is taken again for the write
-   (arithmetic the memory-bound kernel has to spare) instead of doubling the
-   registers a row needs. */
+   instead of doubling the registers a row needs. That second exp shows on rows under
+   2048 columns, where the plan keeps the plain form for 16-bit data. */
 #if CLN_DTYPE == 0
 #define CLN_PAIR_W(i, f) (v[i] = (f))
 #define CLN_PAIR_OUT(i) v[i]
