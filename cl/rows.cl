@@ -184,3 +184,44 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
         CLN_STORE(q, c, o);
     }
 }
+
+#if CLN_BLOCKED && CLN_DTYPE == 0
+/* The CPU form of the three-pass softmax's second pass: q = exp(p - m) as it sums,
+   so that the last pass scales q in place instead of taking exp again (exp dominates
+   softmax on CPUs). The values are those of cln_seg_softmax_write, bit for bit: the
+   same float weight times the same 1/l. Float32 only: 16-bit storage would round the
+   weight twice. q may be p (in place): each element is read before it is written, by
+   the same work-item. */
+inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ulong n, float m,
+                                  uint lane, uint team)
+{
+    float l = 0.0f, e = 0.0f;
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    cln_fv lv = 0.0f, ev = 0.0f;
+    CLN_FOR_CHUNKS(k, nc) {
+        cln_fv w = cln_wv(CLN_LOADV(p, k), m);
+        CLN_STOREV(q, k, w);
+        CLN_KAHAN(lv, ev, w);
+    }
+    l = cln_hsum(lv) - cln_hsum(ev);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+        float w = cln_w(CLN_LOAD(p, c), m);
+        CLN_STORE(q, c, w);
+        CLN_KAHAN(l, e, w);
+    }
+    return l - e;
+}
+
+/* q *= 1/l over this work-item's share (the same elements it stored above). */
+inline void cln_seg_scale_inplace(__global cln_t *q, ulong n, float l, uint lane, uint team)
+{
+    float inv = cln_inv_sum(l);
+    ulong nc = CLN_NCHUNK(n);
+#if CLN_VEC > 1
+    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q, k, CLN_LOADV(q, k) * inv);
+#endif
+    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) CLN_STORE(q, c, CLN_LOAD(q, c) * inv);
+}
+#endif

@@ -17,12 +17,21 @@ __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xl
 {
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *yr = y + yoff + row * yld;
     float m = active ? cln_seg_max(xr, cols, lane, team) : -INFINITY;
     m = cln_max(m, scratch, lid, lane, team);
+#if CLN_BLOCKED && CLN_DTYPE == 0
+    /* CPUs: one exp per element; the weights wait in y (rows.cl). */
+    float l = active ? cln_seg_sumexp_store(xr, yr, cols, m, lane, team) : 0.0f;
+    l = cln_sum(l, scratch, lid, lane, team);
+    if (!active) return;
+    cln_seg_scale_inplace(yr, cols, l, lane, team);
+#else
     float l = active ? cln_seg_sumexp(xr, cols, m, lane, team) : 0.0f;
     l = cln_sum(l, scratch, lid, lane, team);
     if (!active) return;
-    cln_seg_softmax_write(xr, y + yoff + row * yld, cols, m, l, lane, team);
+    cln_seg_softmax_write(xr, yr, cols, m, l, lane, team);
+#endif
 }
 
 /* One statistics pass, a merge of the (m, l) pairs across the team, then the write. */
