@@ -3,21 +3,10 @@
 # ex2.approx with a split product (third session of 2026-11-30): the suite on the
 # NVIDIA GPU, the bench grid against the exact exp and against lower register caps,
 # accuracy at two shapes, the PyTorch comparison, then the suite on PoCL 5 for the
-# time left. Results to $OUT (the device tool's folder), or ./gpu-out.
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /etc/OpenCL/vendors
-[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
-    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-export CLNORM_CACHE_DIR=/tmp/clnorm-cache
-S=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
-cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
-    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
-stamp built
-(cd /tmp/gb && timeout 240 ctest -L "unit|nvidia" -j4 --timeout 200 --output-on-failure \
-    > "$OUT/tests-nvidia.log" 2>&1)
-tail -n 4 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
-stamp tested
+# time left. Results to $OUT (the device tool's folder), or ./gpu-out. (The
+# ex2.approx exp and its CLN_EXACT_EXP switch were removed after this run.)
+. "$(dirname "$0")/gpu_common.sh"
+nv_suite 240
 B="/tmp/gb/tools/clnorm bench --device nvidia --batch 10"
 for dt in f32 bf16; do
     for opt in "" "-DCLN_EXACT_EXP" "-cl-nv-maxrregcount=40" "-cl-nv-maxrregcount=48"; do

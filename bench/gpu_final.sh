@@ -2,19 +2,8 @@
 # Last H200 run of the third session of 2026-11-30: the suite on the NVIDIA GPU with
 # RMSNorm's two paired kernel sizes, split and streaming plans forced on the two
 # long-row shapes the register forms serve worst, and the PyTorch comparison.
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /etc/OpenCL/vendors
-[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
-    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-export CLNORM_CACHE_DIR=/tmp/clnorm-cache
-S=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
-cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
-    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
-(cd /tmp/gb && timeout 150 ctest -L "unit|nvidia" -j4 --timeout 140 --output-on-failure \
-    > "$OUT/tests-nvidia.log" 2>&1)
-tail -n 3 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
-stamp tested
+. "$(dirname "$0")/gpu_common.sh"
+nv_suite 150
 R="/tmp/gb/tools/clnorm run --device nvidia --repeats 3"
 for shape in "1024 32768" "8192 16384"; do
     set -- $shape

@@ -3,20 +3,8 @@
 # the NVIDIA GPU, the bench grid with the plain and paired register forms forced, the
 # registers each kernel uses, the host time per call at a launch-bound shape, and the
 # PyTorch comparison. Results to $OUT (the device tool's folder), or ./gpu-out.
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT" /etc/OpenCL/vendors
-[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
-    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-export CLNORM_CACHE_DIR=/tmp/clnorm-cache
-S=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
-cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
-    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
-stamp built
-(cd /tmp/gb && timeout 240 ctest -L "unit|nvidia" -j4 --timeout 200 --output-on-failure \
-    > "$OUT/tests-nvidia.log" 2>&1)
-tail -n 4 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
-stamp tested
+. "$(dirname "$0")/gpu_common.sh"
+nv_suite 240
 B="/tmp/gb/tools/clnorm bench --device nvidia --batch 10"
 for dt in f32 bf16; do
     for v in reg pair; do

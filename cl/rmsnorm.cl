@@ -260,18 +260,21 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
    form was the faster one for shorter rows (float32 4096x4096: 3.17 TB/s against 2.97
    for the full form half filled). Keep in step with cln_reg_k in src/plan.c. h of the
    fused add is rounded to the storage type by cln_pack2 itself, as cln_round does. */
+/* What both paired kernels start with: the row as words, and its slots. */
+#define CLN_PAIR_ROW(K)                                                              \
+    CLN_ROW_SETUP();                                                                 \
+    if (lid == 0) *CLN_FLAG = 0;                                                     \
+    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);     \
+    __global cln_t *yr = y + yoff + row * yld;                                       \
+    const uint n = cln_reg_count(active, cols / 2, lane, team, (K));                 \
+    cln_pw v[K]
 #define CLN_RMS_PAIR_KERNELS(SUFFIX, K)                                              \
     __kernel void clnorm_rmsnorm_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global const cln_t *gamma,  \
         uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
         ulong cols, float eps, uint team, __local float *scratch)                     \
     {                                                                                \
-        CLN_ROW_SETUP();                                                             \
-        if (lid == 0) *CLN_FLAG = 0;                                                 \
-        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
-        __global cln_t *yr = y + yoff + row * yld;                                   \
-        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
-        cln_pw v[K];                                                                 \
+        CLN_PAIR_ROW(K);                                                             \
         _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
             v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;                   \
         CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
@@ -282,13 +285,8 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
         ulong cols, float eps, uint team, __local float *scratch)                     \
     {                                                                                \
-        CLN_ROW_SETUP();                                                             \
-        if (lid == 0) *CLN_FLAG = 0;                                                 \
-        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
+        CLN_PAIR_ROW(K);                                                             \
         __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);           \
-        __global cln_t *yr = y + yoff + row * yld;                                   \
-        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
-        cln_pw v[K];                                                                 \
         _Pragma("unroll") for (uint i = 0; i < (K); i++) {                           \
             ulong c = (ulong)i * team + lane;                                        \
             v[i] = (cln_pw)0;                                                        \

@@ -125,17 +125,6 @@ static size_t pow2_floor(size_t v)
     return p;
 }
 
-/* Elements a work-item of a register plan holds: twice as many 16-bit ones in the
-   paired form (cl/dtype.cl). */
-static size_t reg_k(const cln_plan *pl, clnorm_dtype dt)
-{
-    if (pl->variant == CLN_VAR_PAIR) {
-        size_t k = dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
-        return pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF ? k / 2 : k;
-    }
-    return pl->op == CLN_OP_RMSNORM || pl->op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
-}
-
 void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
                    size_t rows, size_t cols, const cln_plan *pl)
 {
@@ -183,7 +172,7 @@ void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
     FZ_ASSERT((pl->variant == CLN_VAR_SPLIT) == (pl->k2 != CLN_K_COUNT), "%s", d);
     size_t vec = p->vec ? p->vec : 1;
     if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR)
-        FZ_ASSERT(pl->team * reg_k(pl, dt) >= cols,
+        FZ_ASSERT(pl->team * cln_plan_reg_elems(pl, dt) >= cols,
                   "%s: register row of %zu columns", d, cols);
     if (pl->variant != CLN_VAR_SPLIT) {
         /* Every row has a team: groups x rows per group cover the rows. */

@@ -160,6 +160,9 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
+/* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
+   CLN_RMS_REG_K and paired slots); 0 for the streaming and split variants. */
+CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
 /* One line describing a plan, for tools and messages. */
 CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 

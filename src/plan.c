@@ -180,6 +180,13 @@ static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
     return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
+size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype)
+{
+    if (pl->variant != CLN_VAR_REG && pl->variant != CLN_VAR_PAIR) return 0;
+    size_t k = cln_reg_k(pl->op, dtype, pl->variant == CLN_VAR_PAIR);
+    return pl->pair_half ? k / 2 : k;
+}
+
 static int cln_has_variant(cln_op op, cln_variant v)
 {
     if (v == CLN_VAR_REG || v == CLN_VAR_PAIR) return op != CLN_OP_STATS;

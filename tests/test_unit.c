@@ -180,17 +180,6 @@ static cln_limits no_limits(void)
     return l;
 }
 
-/* Elements a work-item of a register plan holds (cl/: CLN_REG_K, CLN_RMS_REG_K; the
-   paired form of 16-bit data twice as many). */
-static size_t reg_elems(const cln_plan *pl, clnorm_dtype dt)
-{
-    if (pl->variant == CLN_VAR_PAIR) {
-        size_t k = dt != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
-        return pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF ? k / 2 : k;
-    }
-    return pl->op == CLN_OP_RMSNORM || pl->op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
-}
-
 /* Checks the invariants of a plan; returns 1 when all hold. */
 static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
                    size_t rows, size_t cols, const cln_plan *pl, const char *label)
@@ -228,7 +217,11 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
     } else if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) {
-        size_t k = reg_elems(pl, dt);
+        size_t k = cln_plan_reg_elems(pl, dt);
+        /* The half-slot RMSNorm kernels are exactly the pair_half plans. */
+        ok &= CHECK((pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF) ==
+                        (pl->pair_half != 0), "%s: kernel %s with pair_half %d", label,
+                    cln_kernel_name(pl->k1), pl->pair_half);
         ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
                     "(%zu per work-item)", label, pl->team, cols, k);
         /* The paired kernels move words of two elements from every row start. */

@@ -1,0 +1,21 @@
+# Sourced by the bench/gpu_*.sh scripts: what every GPU-machine run starts with.
+# $OUT is the device tool's folder (./gpu-out when run by hand); NVIDIA's ICD is
+# registered (the machine ships it unregistered); the build goes to /tmp/gb.
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" /etc/OpenCL/vendors
+[ -e /etc/OpenCL/vendors/nvidia.icd ] ||
+    echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+export CLNORM_CACHE_DIR=/tmp/clnorm-cache
+S=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - S )) s] $*"; }
+cmake -S . -B /tmp/gb -DCMAKE_BUILD_TYPE=Release -DCLNORM_TEST_DEVICES="nvidia;pocl" >/dev/null &&
+    cmake --build /tmp/gb -j16 2>&1 | grep -E "warning|error|Error"
+stamp built
+
+# The unit and NVIDIA cases within $1 seconds, logged to $OUT/tests-nvidia.log.
+nv_suite() {
+    (cd /tmp/gb && timeout "$1" ctest -L "unit|nvidia" -j4 --timeout 200 --output-on-failure \
+        > "$OUT/tests-nvidia.log" 2>&1)
+    tail -n 3 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
+    stamp tested
+}
