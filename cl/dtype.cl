@@ -65,10 +65,17 @@ inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cl
 
 /* Vector access for the streaming loops: CLN_VEC elements per chunk (1 disables).
    CPUs vectorise a work-item's own loop only through explicit vector types, since
-   float reductions may not be reordered without fast-math. vloadn needs only the
-   element's alignment, so any offset works. */
+   float reductions may not be reordered without fast-math; vloadn needs only the
+   element's alignment, so any offset works there. GPUs coalesce scalar accesses
+   across work-items, but one wide access per work-item keeps four times the bytes in
+   flight per instruction, and a vloadn, promising only element alignment, is split
+   back into scalar loads: GPU builds (CLN_BLOCKED 0) access through vector pointers,
+   and the loops in cl/rows.cl only give them aligned chunks. */
 #ifndef CLN_VEC
 #define CLN_VEC 1
+#endif
+#ifndef CLN_BLOCKED
+#define CLN_BLOCKED 0
 #endif
 #if CLN_VEC > 1
 #define CLN_CAT_(a, b) a##b
@@ -76,10 +83,19 @@ inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cl
 typedef CLN_CAT(float, CLN_VEC) cln_fv;
 typedef CLN_CAT(int, CLN_VEC) cln_iv;
 typedef CLN_CAT(uint, CLN_VEC) cln_uv;
+typedef CLN_CAT(ushort, CLN_VEC) cln_sv;
+#if CLN_BLOCKED
+#define CLN_RAWV_LOAD(T, p, k) CLN_CAT(vload, CLN_VEC)((k), (p))
+#define CLN_RAWV_STORE(T, p, k, v) CLN_CAT(vstore, CLN_VEC)((v), (k), (p))
+#else
+#define CLN_RAWV_LOAD(T, p, k) (((__global const T *)(p))[k])
+#define CLN_RAWV_STORE(T, p, k, v) (((__global T *)(p))[k] = (v))
+#endif
 #if CLN_DTYPE == 0
-#define CLN_LOADV(p, k) CLN_CAT(vload, CLN_VEC)((k), (p))
-#define CLN_STOREV(p, k, v) CLN_CAT(vstore, CLN_VEC)((v), (k), (p))
+#define CLN_LOADV(p, k) CLN_RAWV_LOAD(cln_fv, p, k)
+#define CLN_STOREV(p, k, v) CLN_RAWV_STORE(cln_fv, p, k, v)
 #elif CLN_DTYPE == 1
+#if CLN_BLOCKED
 /* Element by element: PoCL 3.1's vload_half8 faults on addresses that are not
    vector-aligned, although the specification asks only for half alignment. */
 inline cln_fv cln_loadv_half(size_t k, __global const half *p)
@@ -88,24 +104,38 @@ inline cln_fv cln_loadv_half(size_t k, __global const half *p)
     for (int i = 0; i < CLN_VEC; i++) t[i] = vload_half(k * CLN_VEC + i, p);
     return CLN_CAT(vload, CLN_VEC)(0, t);
 }
-#define CLN_LOADV(p, k) cln_loadv_half((k), (p))
 inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
 {
     float t[CLN_VEC];
     CLN_CAT(vstore, CLN_VEC)(v, 0, t);
     for (int i = 0; i < CLN_VEC; i++) vstore_half_rte(t[i], k * CLN_VEC + i, p);
 }
+#else
+/* One aligned wide load of the bits, converted in registers. */
+inline cln_fv cln_loadv_half(size_t k, __global const half *p)
+{
+    cln_sv u = CLN_RAWV_LOAD(cln_sv, p, k);
+    return CLN_CAT(vload_half, CLN_VEC)(0, (__private const half *)&u);
+}
+inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
+{
+    cln_sv u;
+    CLN_CAT(CLN_CAT(vstore_half, CLN_VEC), _rte)(v, 0, (__private half *)&u);
+    CLN_RAWV_STORE(cln_sv, p, k, u);
+}
+#endif
+#define CLN_LOADV(p, k) cln_loadv_half((k), (p))
 #define CLN_STOREV(p, k, v) cln_storev_half((v), (k), (p))
 #else
 #define CLN_LOADV(p, k) \
-    CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_CAT(vload, CLN_VEC)((k), (p))) << 16)
+    CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_RAWV_LOAD(cln_sv, p, k)) << 16)
 inline void cln_storev_bf16(cln_fv v, size_t k, __global ushort *p)
 {
     cln_uv u = CLN_CAT(as_uint, CLN_VEC)(v);
     cln_uv r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     cln_uv q = (u >> 16) | 0x40u; /* NaN stays NaN */
     r = select(r, q, CLN_CAT(as_uint, CLN_VEC)(isnan(v)));
-    CLN_CAT(vstore, CLN_VEC)(CLN_CAT(convert_ushort, CLN_VEC)(r), k, p);
+    CLN_RAWV_STORE(cln_sv, p, k, CLN_CAT(convert_ushort, CLN_VEC)(r));
 }
 #define CLN_STOREV(p, k, v) cln_storev_bf16((v), (k), (p))
 #endif

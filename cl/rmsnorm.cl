@@ -122,15 +122,17 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
     __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *gr = has_gamma ? gamma : yr; /* the write pass's pointers */
     float ma;
-    float ss = active ? cln_seg_sumsq(xr, cols, 1.0f, lane, team, &ma) : 0.0f;
+    float ss = active ? cln_seg_sumsq(xr, yr, gr, cols, 1.0f, lane, team, &ma) : 0.0f;
     ss = cln_sum(ss, scratch, lid, lane, team);
     float scale = 1.0f;
     bool need = active && cln_rms_needs_rescale(ss, eps);
     CLN_IF_ANY(cln_any(need, CLN_FLAG, team)) {
         ma = cln_max(need ? ma : 0.0f, scratch, lid, lane, team);
         if (need) scale = cln_rms_scale(ma);
-        float s2 = need ? cln_seg_sumsq(xr, cols, scale, lane, team, &ma) : 0.0f;
+        float s2 = need ? cln_seg_sumsq(xr, yr, gr, cols, scale, lane, team, &ma) : 0.0f;
         s2 = cln_sum(s2, scratch, lid, lane, team);
         if (need) ss = s2;
     }
@@ -140,7 +142,7 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
        made llvmpipe skip the writes of a partial last SIMD group, lanes 96-99 of a
        100-wide group.) */
     if (!active) return;
-    cln_seg_scale_write(xr, y + yoff + row * yld, gamma, has_gamma, cols, sc, rs, lane, team);
+    cln_seg_scale_write(xr, yr, gamma, has_gamma, cols, sc, rs, lane, team);
 }
 
 /* Fused: h = x + residual (rounded to the storage type), optionally stored over
@@ -310,16 +312,16 @@ __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ul
                               __local float *scratch)
 {
     CLN_SPLIT_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
-    float ma, ss = cln_seg_sumsq(xr + c0, c1 - c0, 1.0f, lane, team, &ma);
+    __global const cln_t *xr = x + xoff + row * xld + c0;
+    float ma, ss = cln_seg_sumsq(xr, xr, xr, c1 - c0, 1.0f, lane, team, &ma);
     ss = cln_sum(ss, scratch, lid, lane, team);
     ma = cln_max(ma, scratch, lid, lane, team);
     float e = 0.0f;
     if (cln_rms_needs_rescale(ss, 0.0f) && ma > 0.0f && !isinf(ma)) { /* uniform */
         float sc = cln_rms_scale(ma);
         e = (float)ilogb(sc);
-        ss = cln_sum(cln_seg_sumsq(xr + c0, c1 - c0, sc, lane, team, &ma), scratch, lid, lane,
-                     team);
+        ss = cln_sum(cln_seg_sumsq(xr, xr, xr, c1 - c0, sc, lane, team, &ma), scratch, lid,
+                     lane, team);
         ma = cln_max(ma, scratch, lid, lane, team) / sc;
     }
     if (lid == 0) {

@@ -1,21 +1,47 @@
-/* A work-item's share of a row segment p[0, n): chunks of CLN_VEC elements dealt
-   round-robin over the team's lanes, then the scalar tail. With CLN_VEC == 1 only
-   the scalar loop remains. Each helper returns this work-item's partial; the
-   kernels reduce the partials across the team. */
+/* A work-item's share of a row segment p[0, n): a scalar head of h elements, then
+   chunks of CLN_VEC elements dealt round-robin over the team's lanes, then the scalar
+   tail. With CLN_VEC == 1 only the scalar loop remains. Each helper returns this
+   work-item's partial; the kernels reduce the partials across the team. */
 
 /* Which chunks a lane takes: round-robin on GPUs, so that neighbouring work-items
    touch neighbouring memory at once (coalescing); a contiguous block on CPUs, where
    a work-group's work-items run one after another on one core and each should
    stream its own part of the row. */
-#ifndef CLN_BLOCKED
-#define CLN_BLOCKED 0
-#endif
 #if CLN_BLOCKED
 #define CLN_FOR_CHUNKS(k, nc) \
     for (ulong k = (nc) * lane / team; k < (nc) * (lane + 1) / team; k++)
 #else
 #define CLN_FOR_CHUNKS(k, nc) for (ulong k = lane; k < (nc); k += team)
 #endif
+
+/* Where the chunks of a segment lie: h scalar elements first, then nc chunks. CPU
+   builds load chunks anywhere (vloadn), so h is 0. GPU builds need every pointer of a
+   loop aligned to the vector: the chunks start at a's first aligned element when b
+   and c (the loop's other pointers, or a again) have the same phase; otherwise, or when the
+   segment is shorter than the head, the loop is all scalar. */
+#if CLN_VEC > 1 && !CLN_BLOCKED
+inline ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
+{
+    const ulong vb = CLN_VEC * sizeof(cln_t);
+    const ulong pa = a % vb;
+    if (pa != b % vb || pa != c % vb || pa % sizeof(cln_t)) return n + 1;
+    return (vb - pa) % vb / sizeof(cln_t);
+}
+#define CLN_LAYOUT(n, a, b, c)                                                       \
+    const ulong h_ = cln_vhead((ulong)(a), (ulong)(b), (ulong)(c), (n));                         \
+    const ulong h = h_ <= (n) ? h_ : 0;                                              \
+    const ulong nc = h_ <= (n) ? ((n) - h_) / CLN_VEC : 0
+#else
+#define CLN_LAYOUT(n, a, b, c)                                                       \
+    const ulong h = 0;                                                               \
+    const ulong nc = (n) / CLN_VEC * (CLN_VEC > 1)
+#endif
+
+/* The scalar elements c of a segment: the head [0, h) and the tail after the chunks. */
+#define CLN_REST_COL(r, h, nc) ((r) < (h) ? (r) : (r) + (nc) * CLN_VEC)
+#define CLN_FOR_REST(c, n, h, nc)                                                    \
+    for (ulong r_ = lane, c = CLN_REST_COL(r_, h, nc); r_ < (n) - (nc) * CLN_VEC;     \
+         r_ += team, c = CLN_REST_COL(r_, h, nc))
 
 #if CLN_VEC > 1
 /* Horizontal sum and maximum through a private array; compilers fold it. */
@@ -42,9 +68,6 @@ inline cln_fv cln_wv(cln_fv x, float m)
     float eq = m == -INFINITY ? 0.0f : 1.0f;
     return select(e, (cln_fv)eq, isequal(x, (cln_fv)m));
 }
-#define CLN_NCHUNK(n) ((n) / CLN_VEC)
-#else
-#define CLN_NCHUNK(n) ((ulong)0)
 #endif
 
 /* Compensated (Kahan) accumulation: a work-item may add up to a million terms, and
@@ -58,23 +81,28 @@ inline cln_fv cln_wv(cln_fv x, float m)
         (s) = t_;                                                                    \
     } while (0)
 
-/* sum((x * scale)^2) and max |x| of this work-item's share. */
-inline float cln_seg_sumsq(__global const cln_t *p, ulong n, float scale, uint lane, uint team,
+/* sum((x * scale)^2) and max |x| of this work-item's share. q and g are the pointers of
+   the write pass that follows in the same kernel (or p again): the layout covers them
+   so that every element stays with one work-item. In place, an element read here by
+   one work-item and written later by another would race across the local-memory
+   barriers between. */
+inline float cln_seg_sumsq(__global const cln_t *p, __global const cln_t *q,
+                           __global const cln_t *g, ulong n, float scale, uint lane, uint team,
                            float *maxabs)
 {
     float ss = 0.0f, ma = 0.0f, e = 0.0f;
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, q, g);
 #if CLN_VEC > 1
     cln_fv sv = 0.0f, ev = 0.0f, mv = 0.0f;
     CLN_FOR_CHUNKS(k, nc) {
-        cln_fv v = CLN_LOADV(p, k) * scale;
+        cln_fv v = CLN_LOADV(p + h, k) * scale;
         CLN_KAHAN(sv, ev, v * v);
         mv = fmax(mv, fabs(v));
     }
     ss = cln_hsum(sv) - cln_hsum(ev);
     ma = cln_hmax(mv);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+    CLN_FOR_REST(c, n, h, nc) {
         float v = CLN_LOAD(p, c) * scale;
         CLN_KAHAN(ss, e, v * v);
         ma = fmax(ma, fabs(v));
@@ -87,26 +115,26 @@ inline float cln_seg_sumsq(__global const cln_t *p, ulong n, float scale, uint l
 inline float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
 {
     float m = -INFINITY;
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, p, p);
 #if CLN_VEC > 1
     cln_fv mv = -INFINITY;
-    CLN_FOR_CHUNKS(k, nc) mv = fmax(mv, CLN_LOADV(p, k));
+    CLN_FOR_CHUNKS(k, nc) mv = fmax(mv, CLN_LOADV(p + h, k));
     m = cln_hmax(mv);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) m = fmax(m, CLN_LOAD(p, c));
+    CLN_FOR_REST(c, n, h, nc) m = fmax(m, CLN_LOAD(p, c));
     return m;
 }
 
 inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane, uint team)
 {
     float l = 0.0f, e = 0.0f;
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, p, p);
 #if CLN_VEC > 1
     cln_fv lv = 0.0f, ev = 0.0f;
-    CLN_FOR_CHUNKS(k, nc) CLN_KAHAN(lv, ev, cln_wv(CLN_LOADV(p, k), m));
+    CLN_FOR_CHUNKS(k, nc) CLN_KAHAN(lv, ev, cln_wv(CLN_LOADV(p + h, k), m));
     l = cln_hsum(lv) - cln_hsum(ev);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) CLN_KAHAN(l, e, cln_w(CLN_LOAD(p, c), m));
+    CLN_FOR_REST(c, n, h, nc) CLN_KAHAN(l, e, cln_w(CLN_LOAD(p, c), m));
     return l - e;
 }
 
@@ -116,10 +144,10 @@ inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint tea
                            float *l_out)
 {
     float m = -INFINITY, l = 0.0f, e = 0.0f;
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, p, p);
 #if CLN_VEC > 1
     CLN_FOR_CHUNKS(k, nc) {
-        cln_fv v = CLN_LOADV(p, k);
+        cln_fv v = CLN_LOADV(p + h, k);
         float cm = cln_hmax(v);
         if (cm > m) {
             float w = cln_w(m, cm);
@@ -130,7 +158,7 @@ inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint tea
         CLN_KAHAN(l, e, cln_hsum(cln_wv(v, m)));
     }
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+    CLN_FOR_REST(c, n, h, nc) {
         float v = CLN_LOAD(p, c);
         if (v > m) {
             float w = cln_w(m, v);
@@ -156,11 +184,11 @@ inline void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ul
                                   float l, uint lane, uint team)
 {
     float inv = cln_inv_sum(l);
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, q, q);
 #if CLN_VEC > 1
-    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q, k, cln_wv(CLN_LOADV(p, k), m) * inv);
+    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q + h, k, cln_wv(CLN_LOADV(p + h, k), m) * inv);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team)
+    CLN_FOR_REST(c, n, h, nc)
         CLN_STORE(q, c, cln_w(CLN_LOAD(p, c), m) * inv);
 }
 
@@ -170,15 +198,15 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
                                 __global const cln_t *g, uint has_gamma, ulong n, float sc,
                                 float rs, uint lane, uint team)
 {
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, q, has_gamma ? g : q);
 #if CLN_VEC > 1
     CLN_FOR_CHUNKS(k, nc) {
-        cln_fv o = (CLN_LOADV(p, k) * sc) * rs;
-        if (has_gamma) o *= CLN_LOADV(g, k);
-        CLN_STOREV(q, k, o);
+        cln_fv o = (CLN_LOADV(p + h, k) * sc) * rs;
+        if (has_gamma) o *= CLN_LOADV(g + h, k);
+        CLN_STOREV(q + h, k, o);
     }
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+    CLN_FOR_REST(c, n, h, nc) {
         float o = (CLN_LOAD(p, c) * sc) * rs;
         if (has_gamma) o *= CLN_LOAD(g, c);
         CLN_STORE(q, c, o);
@@ -196,17 +224,17 @@ inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ul
                                   uint lane, uint team)
 {
     float l = 0.0f, e = 0.0f;
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, p, q, q);
 #if CLN_VEC > 1
     cln_fv lv = 0.0f, ev = 0.0f;
     CLN_FOR_CHUNKS(k, nc) {
-        cln_fv w = cln_wv(CLN_LOADV(p, k), m);
-        CLN_STOREV(q, k, w);
+        cln_fv w = cln_wv(CLN_LOADV(p + h, k), m);
+        CLN_STOREV(q + h, k, w);
         CLN_KAHAN(lv, ev, w);
     }
     l = cln_hsum(lv) - cln_hsum(ev);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) {
+    CLN_FOR_REST(c, n, h, nc) {
         float w = cln_w(CLN_LOAD(p, c), m);
         CLN_STORE(q, c, w);
         CLN_KAHAN(l, e, w);
@@ -218,10 +246,10 @@ inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ul
 inline void cln_seg_scale_inplace(__global cln_t *q, ulong n, float l, uint lane, uint team)
 {
     float inv = cln_inv_sum(l);
-    ulong nc = CLN_NCHUNK(n);
+    CLN_LAYOUT(n, q, q, q);
 #if CLN_VEC > 1
-    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q, k, CLN_LOADV(q, k) * inv);
+    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q + h, k, CLN_LOADV(q + h, k) * inv);
 #endif
-    for (ulong c = nc * CLN_VEC + lane; c < n; c += team) CLN_STORE(q, c, CLN_LOAD(q, c) * inv);
+    CLN_FOR_REST(c, n, h, nc) CLN_STORE(q, c, CLN_LOAD(q, c) * inv);
 }
 #endif

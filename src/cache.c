@@ -42,6 +42,14 @@ static char *cln_embedded_src;
 static size_t cln_embedded_len;
 static uint64_t cln_embedded_hash; /* hashed once: hashing 40 KB per call cost 60 us */
 
+unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
+{
+    unsigned v = p->vec ? p->vec : 1;
+    /* GPU loads are sized in bytes (16): twice the elements in 16-bit storage. */
+    if (!(p->type & CL_DEVICE_TYPE_CPU) && dtype != CLNORM_F32 && v > 1 && v < 16) v *= 2;
+    return v;
+}
+
 void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, char *buf,
                        size_t len)
 {
@@ -50,7 +58,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     /* NVIDIA sizes registers for 256 work-items unless told; 64 registers allow the
        1024-wide work-groups that long rows want. */
     snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s",
-             (int)dtype, (int)path, p->vec ? p->vec : 1, (p->type & CL_DEVICE_TYPE_CPU) != 0,
+             (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
              p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",

@@ -185,8 +185,11 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
                                  &p->local_mem, NULL),
                  "clGetDeviceInfo(CL_DEVICE_LOCAL_MEM_SIZE)");
     p->pref_multiple = (p->type & CL_DEVICE_TYPE_GPU) ? 32 : 8;
-    /* GPUs coalesce scalar accesses across work-items; CPUs need explicit vectors. */
-    p->vec = 1;
+    /* CPUs need explicit vectors to use their SIMD lanes: their preferred width. GPUs
+       coalesce scalar accesses across work-items, yet a 16-byte access per work-item
+       keeps four times the bytes in flight (every GPU has such loads): 4 floats here,
+       8 elements in 16-bit builds (cln_build_vec). */
+    p->vec = (p->type & CL_DEVICE_TYPE_CPU) ? 1 : 4;
     cl_uint pw = 0;
     if ((p->type & CL_DEVICE_TYPE_CPU) &&
         clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof pw, &pw, NULL) ==

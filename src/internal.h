@@ -50,8 +50,8 @@ typedef struct cln_profile {
     int has_nv_shuffle;     /* the inline-PTX probe compiled */
     int nv_compiler_options; /* cl_nv_compiler_options: -cl-nv-maxrregcount works */
     int pocl_major;         /* PoCL's major version, 0 for other platforms */
-    cl_uint vec;            /* CLN_VEC of the streaming loops: 1 on GPUs, the preferred
-                               float vector width (up to 16) on CPUs */
+    cl_uint vec;            /* float32 CLN_VEC of the streaming loops: 4 on GPUs, the
+                               preferred float vector width (up to 16) on CPUs */
     cln_path best_path;     /* fastest path the device has */
     int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
                                (Rusticl 22 reports 32, runs 1024 correctly) */
@@ -194,6 +194,8 @@ CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
                                          const cln_profile *p, clnorm_dtype dtype,
                                          cln_path path, cl_program *out);
 /* Compile options for (profile, dtype, path); writes into buf. */
+/* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
+CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
 

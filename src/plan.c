@@ -368,7 +368,9 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     }
     /* A device with a loop-trip limit: widen the team, then split the row, so that
        no work-item loop runs longer than the limit. */
-    size_t vec = p->vec ? p->vec : 1;
+    /* GPU builds fall back to scalar loops on views of mixed alignment (cl/rows.cl):
+       count their trips one element each. */
+    size_t vec = cpu && p->vec ? p->vec : 1;
     if (p->loop_limit && var != CLN_VAR_SPLIT && !lim->force_wg && !lim->force_team) {
         while (cln_div_up(cols, team * vec) > p->loop_limit && team * 2 <= max_wg) team *= 2;
         if (wg < team) wg = team;

@@ -32,6 +32,9 @@ typedef struct sw_build { const char *name, *options; unsigned vec; } sw_build;
 static const sw_build builds[] = {
     {"native", NULL, 0},                                    /* as this device gets it */
     {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0", 1}, /* round-robin */
+    /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
+    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4},
+    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8},
     {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4},
     {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8},
     {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16},
