@@ -3,14 +3,12 @@
    lent to one caller at a time from a per-program pool, because clSetKernelArg on a
    shared cl_kernel is not thread-safe; arguments are captured at enqueue, so a
    kernel goes back to the pool right after its enqueue. */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct cln_kslot {
     cl_kernel kernel;
@@ -331,13 +329,11 @@ void cln_kernel_return(cln_kernel_lease *lease)
     lease->kernel = NULL;
 }
 
-static void cln_scratch_drop_locked(cl_context ctx);
-
 void clnorm_release_cache(cl_context context)
 {
     cln_serial_forget(context);
+    cln_scratch_drop(context);
     pthread_mutex_lock(&cln_cache_lock);
-    cln_scratch_drop_locked(context);
     cln_prog **pp = &cln_progs;
     while (*pp) {
         cln_prog *e = *pp;
@@ -354,121 +350,4 @@ void clnorm_release_cache(cl_context context)
         cln_embedded_src = NULL;
     }
     pthread_mutex_unlock(&cln_cache_lock);
-}
-
-/* ---- Scratch buffers for split plans ---------------------------------------------
-   Allocating the partials buffer at every call cost as much as the kernels on small
-   shapes, so buffers are pooled per context and handed back by a completion
-   callback on the call's last event: then no later call can reuse one while a
-   kernel still reads it, whatever the queue's order. */
-typedef struct cln_scratch {
-    cl_context ctx;
-    cl_mem mem;
-    size_t bytes;
-    struct cln_scratch *next;
-} cln_scratch;
-static cln_scratch *cln_scratch_pool;
-static cln_scratch *cln_scratch_inflight; /* waiting for their completion callback */
-
-clnorm_status cln_scratch_acquire(cl_context ctx, size_t bytes, cln_scratch **out)
-{
-    pthread_mutex_lock(&cln_cache_lock);
-    for (cln_scratch **pp = &cln_scratch_pool; *pp; pp = &(*pp)->next)
-        if ((*pp)->ctx == ctx && (*pp)->bytes >= bytes) {
-            *out = *pp;
-            *pp = (*pp)->next;
-            pthread_mutex_unlock(&cln_cache_lock);
-            return CLNORM_SUCCESS;
-        }
-    pthread_mutex_unlock(&cln_cache_lock);
-    size_t size = 4096;
-    while (size < bytes) size *= 2;
-    cln_scratch *s = calloc(1, sizeof *s);
-    if (!s) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a scratch buffer");
-    cl_int err;
-    s->mem = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    if (err != CL_SUCCESS) {
-        free(s);
-        return cln_cl_fail(err, "clCreateBuffer(split partials, %zu bytes)", size);
-    }
-    s->ctx = ctx;
-    s->bytes = size;
-    *out = s;
-    return CLNORM_SUCCESS;
-}
-
-cl_mem cln_scratch_mem(const cln_scratch *s) { return s->mem; }
-
-static void cln_scratch_free(cln_scratch *s)
-{
-    clReleaseMemObject(s->mem);
-    free(s);
-}
-
-static void CL_CALLBACK cln_scratch_done(cl_event ev, cl_int status, void *user)
-{
-    (void)ev;
-    (void)status;
-    cln_scratch *s = user;
-    pthread_mutex_lock(&cln_cache_lock);
-    for (cln_scratch **pp = &cln_scratch_inflight; *pp; pp = &(*pp)->next)
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    s->next = cln_scratch_pool;
-    cln_scratch_pool = s;
-    pthread_mutex_unlock(&cln_cache_lock);
-}
-
-void cln_scratch_release(cln_scratch *s, cl_event after)
-{
-    if (!s) return;
-    /* Without an event (nothing was enqueued) it is free at once; if the callback
-       cannot be set, drop the buffer: OpenCL frees it once the kernels are done. */
-    if (!after) { cln_scratch_done(NULL, CL_COMPLETE, s); return; }
-    pthread_mutex_lock(&cln_cache_lock);
-    s->next = cln_scratch_inflight;
-    cln_scratch_inflight = s;
-    pthread_mutex_unlock(&cln_cache_lock);
-    if (clSetEventCallback(after, CL_COMPLETE, cln_scratch_done, s) != CL_SUCCESS) {
-        pthread_mutex_lock(&cln_cache_lock);
-        for (cln_scratch **pp = &cln_scratch_inflight; *pp; pp = &(*pp)->next)
-            if (*pp == s) {
-                *pp = s->next;
-                break;
-            }
-        pthread_mutex_unlock(&cln_cache_lock);
-        cln_scratch_free(s);
-    }
-}
-
-static int cln_scratch_busy_locked(cl_context ctx)
-{
-    for (cln_scratch *s = cln_scratch_inflight; s; s = s->next)
-        if (!ctx || s->ctx == ctx) return 1;
-    return 0;
-}
-
-/* Frees the pooled buffers of ctx (NULL: all); the caller holds the lock.
-   Completion callbacks may run a little after clFinish returns: wait for them (at
-   most two seconds) so that no pooled buffer keeps a released context alive. */
-static void cln_scratch_drop_locked(cl_context ctx)
-{
-    for (int i = 0; i < 2000 && cln_scratch_busy_locked(ctx); i++) {
-        pthread_mutex_unlock(&cln_cache_lock);
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-        pthread_mutex_lock(&cln_cache_lock);
-    }
-    cln_scratch **pp = &cln_scratch_pool;
-    while (*pp) {
-        cln_scratch *s = *pp;
-        if (!ctx || s->ctx == ctx) {
-            *pp = s->next;
-            cln_scratch_free(s);
-        } else {
-            pp = &s->next;
-        }
-    }
 }

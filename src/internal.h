@@ -163,6 +163,8 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
    CLN_RMS_REG_K and paired slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
+/* The plan of this thread's last enqueued operation (ops.c); 0 before the first. */
+CLN_HIDDEN int cln_last_plan(cln_plan *out);
 /* One line describing a plan, for tools and messages. */
 CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 
@@ -186,9 +188,17 @@ CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 /* Pooled device scratch of at least `bytes` for split plans; release it with the
    call's last event, after which it returns to the pool. */
 typedef struct cln_scratch cln_scratch;
-CLN_HIDDEN clnorm_status cln_scratch_acquire(cl_context ctx, size_t bytes, cln_scratch **out);
+/* scratch.c: the partials buffer of a split call. in_order: q executes in order, so
+   the buffer may be q's own, reused by the next call without waiting. */
+CLN_HIDDEN clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q, int in_order,
+                                             size_t bytes, cln_scratch **out);
+/* Hands s back once the call's kernels are enqueued; after: the call's last event, on
+   which a pooled buffer returns (needed where cln_scratch_needs_event says so). */
 CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
+CLN_HIDDEN int cln_scratch_needs_event(const cln_scratch *s);
 CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
+/* Frees the buffers of ctx (NULL: all) that no call holds. */
+CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 /* Builds (or finds) the program of (ctx, dev, dtype, path). */
 CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
                                          const cln_profile *p, clnorm_dtype dtype,

@@ -140,6 +140,30 @@ static int cln_rows_odd(const cln_args *a)
     return (int)(bits & 1);
 }
 
+/* The plan of the calling thread's last enqueued operation, for the tools and for
+   CLNORM_TRACE: what ran, after the tuning table, the views' parity and the compiled
+   kernels' limits had their say. */
+static _Thread_local cln_plan cln_last;
+static _Thread_local int cln_last_valid;
+
+int cln_last_plan(cln_plan *out)
+{
+    if (cln_last_valid) *out = cln_last;
+    return cln_last_valid;
+}
+
+/* CLNORM_TRACE=1: one line per operation on stderr, with the plan that ran. */
+static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
+                      const cln_profile *prof)
+{
+    const char *env = getenv("CLNORM_TRACE");
+    if (!env || !*env || !strcmp(env, "0")) return;
+    char d[160];
+    cln_plan_describe(pl, d, sizeof d);
+    fprintf(stderr, "clnorm: %s %zux%zu %s on \"%s\": %s\n", cln_op_name(pl->op), a->rows,
+            a->cols, cln_dtype_name(dtype), prof->device_name, d);
+}
+
 /* Plans the call and leases its kernels, re-planning once if a compiled kernel
    allows fewer work-items than the device (registers, local memory). *profp
    receives the device's profile. */
@@ -204,6 +228,9 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     int serial = 0;
     clnorm_status st = cln_prepare(ctx, dev, op, dtype, a, &pl, lease, &prof);
     if (st) return st;
+    cln_last = pl;
+    cln_last_valid = 1;
+    cln_trace(&pl, dtype, a, prof);
     if (cln_serial_wanted(prof)) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
@@ -221,12 +248,22 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
     }
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
+    int in_order = 1;
     if (n > 1) {
+        cl_command_queue_properties qp = 0;
+        if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
+            (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+            in_order = 0;
         /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
            three-pass maxima in the third (cl/softmax.cl). */
-        if ((st = cln_scratch_acquire(ctx, pl.groups * 4 * sizeof(float), &scratch))) goto fail;
+        if ((st = cln_scratch_acquire(ctx, q, in_order, pl.groups * 4 * sizeof(float),
+                                      &scratch)))
+            goto fail;
         part = cln_scratch_mem(scratch);
     }
+    /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
+       it or the serial mode chains on it. */
+    const int keep_last = cln_scratch_needs_event(scratch) || serial;
     for (int j = 0; j < n; j++)
         if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part))) goto fail;
     for (int j = 0; j < n; j++) {
@@ -234,21 +271,25 @@ static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id de
         /* The statistics' last stage runs one work-group per row. */
         if (kids[j] == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
         cl_event done = NULL;
-        /* The last stage always gets an event: the scratch returns to the pool on it. */
+        /* Stages follow one another by the queue's order where it has one, else by
+           events. */
+        const int want = j + 1 < n ? !in_order : keep_last;
         err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
-                                     j ? 1 : num_wait, j ? &prev : wait_list,
-                                     j + 1 < n || scratch || serial ? &done : event);
+                                     j ? (prev ? 1 : 0) : num_wait, j ? (prev ? &prev : NULL)
+                                                                    : wait_list,
+                                     want ? &done : j + 1 < n ? NULL : event);
         if (err != CL_SUCCESS) {
             /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
                no work of this call is left behind. */
             if (prev) clWaitForEvents(1, &prev);
+            else if (j) clFinish(q);
             st = cln_cl_fail(err, "clEnqueueNDRangeKernel(%s)", cln_kernel_name(kids[j]));
             goto fail;
         }
         if (prev) clReleaseEvent(prev);
         prev = done;
     }
-    if (scratch || serial) {
+    if (keep_last) {
         last = prev;
         prev = NULL;
         if (event) {

@@ -38,6 +38,7 @@
     X(rmsnorm_extreme, 1)                                                              \
     X(lowp_special, 1)                                                                 \
     X(variants, 1)                                                                     \
+    X(split_scratch, 1)                                                                \
     X(merge, 0)                                                                        \
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \

@@ -85,6 +85,44 @@ static void fill(void *dst, clnorm_dtype d, size_t n, size_t cols, uint64_t seed
     free(tmp);
 }
 
+/* What a launch costs on this device and driver, the floor under the small shapes:
+   an empty kernel enqueued n times back to back. *host_us: the enqueue call's time;
+   *dev_us: first start to last end over n, on the device's clock. */
+static void launch_cost(cl_context ctx, cl_command_queue q, cl_device_id dev, double *host_us,
+                        double *dev_us)
+{
+    const char *src = "__kernel void clnorm_bench_empty(void) {}";
+    enum { n = 200 };
+    cl_int err;
+    *host_us = *dev_us = 0;
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    cl_kernel k = NULL;
+    if (p && clBuildProgram(p, 1, &dev, "", NULL, NULL) == CL_SUCCESS)
+        k = clCreateKernel(p, "clnorm_bench_empty", &err);
+    if (k) {
+        size_t one = 1;
+        cl_event first = NULL, last = NULL;
+        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL); /* warm-up */
+        clFinish(q);
+        double w0 = tool_now();
+        for (int i = 0; i < n; i++)
+            clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL,
+                                   i == 0 ? &first : i == n - 1 ? &last : NULL);
+        *host_us = (tool_now() - w0) / n * 1e6;
+        if (first && last && clWaitForEvents(1, &last) == CL_SUCCESS) {
+            cl_ulong s = 0, e = 0;
+            clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
+            clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL);
+            if (e > s) *dev_us = (double)(e - s) * 1e-3 / n;
+        }
+        clFinish(q);
+        if (first) clReleaseEvent(first);
+        if (last) clReleaseEvent(last);
+        clReleaseKernel(k);
+    }
+    if (p) clReleaseProgram(p);
+}
+
 /* The device's own copy bandwidth: clEnqueueCopyBuffer, bytes read plus written. */
 static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps)
 {
@@ -202,22 +240,13 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     }
     if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
                                              sh->op, sh->rows, sh->cols);
-    /* Describe the plan the library chose, through the same plan function. */
-    const cln_profile *prof;
-    cln_limits lim;
+    /* Describe the plan that ran (after the tuning table and the kernels' limits). */
     cln_plan pl;
-    char why[256];
     res->plan[0] = '\0';
-    if (cln_profile_get(dev, &prof) == CLNORM_SUCCESS && cln_limits_from_env(&lim) == CLNORM_SUCCESS) {
-        cln_op op = !strcmp(sh->op, "rmsnorm") ? CLN_OP_RMSNORM
-                    : !strcmp(sh->op, "add_rmsnorm") ? CLN_OP_ADD_RMSNORM
-                    : c->algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_3PASS
-                    : c->algo == CLNORM_SOFTMAX_ONLINE ? CLN_OP_SOFTMAX_ONLINE : CLN_OP_SOFTMAX_AUTO;
-        if (cln_plan_make(prof, &lim, op, c->dtype, sh->rows, sh->cols, &pl, why, sizeof why) == 0) {
-            char d[120];
-            cln_plan_describe(&pl, d, sizeof d);
-            snprintf(res->plan, sizeof res->plan, "%s %s", cln_op_name(pl.op), d);
-        }
+    if (ok && cln_last_plan(&pl)) {
+        char d[120];
+        cln_plan_describe(&pl, d, sizeof d);
+        snprintf(res->plan, sizeof res->plan, "%s %s", cln_op_name(pl.op), d);
     }
     for (int i = 0; i < nin; i++)
         if (x[i]) clReleaseMemObject(x[i]);
@@ -378,7 +407,7 @@ int cmd_bench(int argc, char **argv)
     int host = strcmp(c.impl, "clnorm") != 0;
     clnorm_session *s = NULL;
     const char *device = "host CPU";
-    double copy = 0;
+    double copy = 0, launch_host = 0, launch_dev = 0;
     if (!host) {
         clnorm_status st = clnorm_session_create(c.device, &s);
         if (st) { tool_report("session", st); return TOOL_FAIL; }
@@ -394,12 +423,17 @@ int cmd_bench(int argc, char **argv)
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
         copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+        launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
     printf("clnorm bench %s on %s: %s, median of %d%s\n", clnorm_version(), device, c.impl,
            c.repeats, c.batch > 1 ? " batches" : "");
     if (c.batch > 1) printf("each a batch of %d calls back to back\n", c.batch);
-    if (!host) printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
+    if (!host) {
+        printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
+        printf("empty kernel, back to back: %.1f us per launch on the device, %.1f us to "
+               "enqueue\n", launch_dev, launch_host);
+    }
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;

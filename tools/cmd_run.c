@@ -246,6 +246,14 @@ static void check_op(check *k, const host_data *h, const run_cfg *c, int op)
     }
 }
 
+static void plan_text(const cln_plan *pl, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s wg %zu, %zu %s, %zu groups", cln_variant_name(pl->variant),
+             cln_path_name(pl->path), pl->wg,
+             pl->variant == CLN_VAR_SPLIT ? pl->slices : pl->rows_per_wg,
+             pl->variant == CLN_VAR_SPLIT ? "slices/row" : "rows/wg", pl->groups);
+}
+
 /* Runs, times, reads back and checks one op; prints its line. 1 when it passed. */
 static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
                   const cln_profile *prof, const cln_limits *lim, double *times)
@@ -255,19 +263,16 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
     cln_plan pl;
     int planned = prof && cln_plan_make(prof, lim, op_plan[op], c->dtype, c->rows, c->cols, &pl,
                                         why, sizeof why) == CLNORM_SUCCESS;
-    if (planned)
-        snprintf(plan, sizeof plan, "%s/%s wg %zu, %zu %s, %zu groups",
-                 cln_variant_name(pl.variant), cln_path_name(pl.path), pl.wg,
-                 pl.variant == CLN_VAR_SPLIT ? pl.slices : pl.rows_per_wg,
-                 pl.variant == CLN_VAR_SPLIT ? "slices/row" : "rows/wg", pl.groups);
+    if (planned) plan_text(&pl, plan, sizeof plan);
     else /* the call itself will say why */
         snprintf(plan, sizeof plan, "? (%s)", prof ? "refused, see below" : "no device profile");
     /* AUTO's resolved algorithm goes with the name: "softmax_auto/3pass". */
     snprintf(name, sizeof name, "%s%s", op_names[op],
              op != OP_SOFTMAX_AUTO || !planned ? ""
              : pl.op == CLN_OP_SOFTMAX_3PASS ? "/3pass" : "/online");
-    printf("%-19s %-52s ", name, plan);
-    fflush(stdout);
+    /* The line is printed once the op has run, with the plan that ran (after the
+       tuning table and the compiled kernels' limits); errors print it at once. */
+#define RUN_LINE() printf("%-19s %-52s ", name, plan)
 
     /* Poison the outputs (all-ones bytes are NaN in every dtype) so that an
        operation that skips elements cannot pass on a previous op's results. */
@@ -278,8 +283,11 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
                "clEnqueueFillBuffer(row_max)") ||
         !cl_ok(clEnqueueFillBuffer(dd->q, dd->ssum, &nan_byte, 1, 0, c->rows * 4, 0, NULL, NULL),
                "clEnqueueFillBuffer(row_sum)") ||
-        !cl_ok(clFinish(dd->q), "clFinish"))
+        !cl_ok(clFinish(dd->q), "clFinish")) {
+        RUN_LINE();
+        printf("ERROR\n");
         return 0;
+    }
 
     /* Call 0 builds kernels and warms caches: not timed. Call 1 alone sets the batch:
        a timed sample enqueues `batch` calls back to back and finishes once, so a
@@ -294,19 +302,27 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
             clnorm_status st = enqueue(dd, c, op);
             if (i >= 2) host += tool_now() - h0;
             if (st) {
+                RUN_LINE();
                 printf("ERROR\n");
                 tool_report(op_names[op], st);
                 clFinish(dd->q);
                 return 0;
             }
         }
-        if (!cl_ok(clFinish(dd->q), "clFinish")) return 0;
+        if (!cl_ok(clFinish(dd->q), "clFinish")) {
+            RUN_LINE();
+            printf("ERROR\n");
+            return 0;
+        }
         double t = tool_now() - t0;
         if (i == 1 && t < 5e-3) batch = t > 5e-6 ? (size_t)ceil(5e-3 / t) : 1000;
         if (batch > 1000) batch = 1000;
         if (i >= 2) times[i - 2] = t / (double)calls;
     }
     double med = tool_median(times, (size_t)c->repeats);
+    cln_plan ran;
+    if (cln_last_plan(&ran)) plan_text(&ran, plan, sizeof plan);
+    RUN_LINE();
 
     if (op == OP_STATS) {
         if (!cl_ok(clEnqueueReadBuffer(dd->q, dd->smax, CL_TRUE, 0, c->rows * 4, h->smax, 0,
