@@ -145,6 +145,8 @@ static int cln_rows_odd(const cln_args *a)
    kernels' limits had their say. */
 static _Thread_local cln_plan cln_last;
 static _Thread_local int cln_last_valid;
+/* The compiled kernels' work-group limit that made the last call re-plan, or 0. */
+static _Thread_local size_t cln_last_kernel_limit;
 
 int cln_last_plan(cln_plan *out)
 {
@@ -160,8 +162,12 @@ static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
     if (!env || !*env || !strcmp(env, "0")) return;
     char d[160];
     cln_plan_describe(pl, d, sizeof d);
-    fprintf(stderr, "clnorm: %s %zux%zu %s on \"%s\": %s\n", cln_op_name(pl->op), a->rows,
-            a->cols, cln_dtype_name(dtype), prof->device_name, d);
+    char re[96] = "";
+    if (cln_last_kernel_limit)
+        snprintf(re, sizeof re, " (re-planned: a compiled kernel allows %zu work-items)",
+                 cln_last_kernel_limit);
+    fprintf(stderr, "clnorm: %s %zux%zu %s on \"%s\": %s%s\n", cln_op_name(pl->op), a->rows,
+            a->cols, cln_dtype_name(dtype), prof->device_name, d, re);
 }
 
 /* Plans the call and leases its kernels, re-planning once if a compiled kernel
@@ -183,6 +189,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     /* The device's tuning table, if any, forces its measured shape (not over the
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
+    cln_last_kernel_limit = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why);
         if (st) return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
@@ -200,6 +207,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
         }
         if (pl->wg <= kmax) return CLNORM_SUCCESS;
         for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);
+        cln_last_kernel_limit = kmax;
         if (lim.force_wg || (lim.max_wg && lim.max_wg <= kmax)) {
             lim.max_wg = kmax;
             break;
