@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char devices_usage[] =
-    "usage: clnorm devices [--help]\n"
+    "usage: clnorm devices [--kernels] [--help]\n"
     "\n"
     "Lists every OpenCL platform and its devices in enumeration order. The \"P:D\"\n"
     "before each device is the spec that --device and CLNORM_DEVICE accept. For each\n"
@@ -17,7 +17,54 @@ static const char devices_usage[] =
     "choice), variant (stream, reg: row held in registers, split: several work-groups\n"
     "per row), work-group size, work-items per row, rows per work-group, work-groups\n"
     "per row, work-groups, local memory bytes. '*' marks the device that a NULL spec\n"
-    "picks (CLNORM_DEVICE, else the first GPU, else the first device).\n";
+    "picks (CLNORM_DEVICE, else the first GPU, else the first device).\n"
+    "\n"
+    "--kernels also builds clnorm's f32 and bf16 programs for each device and lists\n"
+    "every kernel's own limits as the driver reports them: the most work-items a\n"
+    "work-group may have (plans re-plan below it), private and local memory bytes.\n";
+
+static int show_kernels;
+
+/* Each kernel's limits as compiled for p (its fastest path), per dtype. */
+static void print_kernels(const cln_device_ref *r, const cln_profile *p)
+{
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &r->device, NULL, NULL, &err);
+    if (!ctx) {
+        printf("      kernels: no context (%s)\n", cln_cl_error_name(err));
+        return;
+    }
+    /* f32 and bf16 on the device's path, and f32 on the local-memory path. */
+    static const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_BF16, CLNORM_F32};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        cln_path path = d < 2 ? p->best_path : CLN_PATH_LOCAL;
+        if (d == 2 && path == p->best_path) break;
+        printf("      kernels, %s, %s path: max work-group, private bytes, local bytes\n",
+               cln_dtype_name(dts[d]), cln_path_name(path));
+        for (int k = 0; k < CLN_K_COUNT; k++) {
+            cln_kernel_lease l;
+            clnorm_status st =
+                cln_kernel_acquire(ctx, r->device, p, dts[d], path, (cln_kernel_id)k, &l);
+            if (st) {
+                tool_report(cln_kernel_name((cln_kernel_id)k), st);
+                break;
+            }
+            size_t wg = 0;
+            cl_ulong priv = 0, loc = 0;
+            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
+                                     &wg, NULL);
+            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
+                                     &priv, NULL);
+            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof loc,
+                                     &loc, NULL);
+            printf("        %-32s %6zu %8llu %8llu\n", cln_kernel_name((cln_kernel_id)k), wg,
+                   (unsigned long long)priv, (unsigned long long)loc);
+            cln_kernel_return(&l);
+        }
+    }
+    clnorm_release_cache(ctx);
+    clReleaseContext(ctx);
+}
 
 /* Shapes that show the plan's range: square, short rows, few long rows. Softmax is
    asked with AUTO, as callers mostly do; the table shows what it resolved to. */
@@ -98,6 +145,7 @@ static void print_device(const cln_device_ref *r, int is_default, const cln_limi
     printf("      reduction path: %s\n", cln_path_name(p->best_path));
     if (lim_st) printf("      plans: none, the CLNORM_* environment is invalid (see above)\n");
     else print_plans(p, lim);
+    if (show_kernels) print_kernels(r, p);
 }
 
 int cmd_devices(int argc, char **argv)
@@ -106,6 +154,10 @@ int cmd_devices(int argc, char **argv)
         if (tool_is_help(argv[i])) {
             fputs(devices_usage, stdout);
             return TOOL_OK;
+        }
+        if (!strcmp(argv[i], "--kernels")) {
+            show_kernels = 1;
+            continue;
         }
         fprintf(stderr, "clnorm devices: unknown argument \"%s\"\n\n%s", argv[i],
                 devices_usage);
