@@ -2,6 +2,7 @@
    every kernel: builds growing prefixes of cl/ (plus a trivial probe kernel) and some
    minimal programs, and prints each kernel's limit. Build: gcc wgprobe.c -lOpenCL. */
 #define CL_TARGET_OPENCL_VERSION 120
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,34 @@ int main(void)
     probe(ctx, dev, "ulong args + get_local_size",
           "__kernel void clnorm_probe(__global float *x, ulong a, uint t) {"
           " x[get_global_id(0) + a] = (float)get_local_size(0) + t; }", "");
+    /* Does the driver run wider groups than it reports? The probe kernel at 256, 512
+       and 1024 work-items, its output checked. */
+    {
+        cl_program p = clCreateProgramWithSource(ctx, 1, &probe_k, NULL, &err);
+        clBuildProgram(p, 1, &dev, "-cl-nv-maxrregcount=64", NULL, NULL);
+        cl_kernel k = clCreateKernel(p, "clnorm_probe", &err);
+        cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+        size_t n = 1 << 20;
+        cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE, n * 4, NULL, &err);
+        float *h = malloc(n * 4);
+        for (size_t local = 256; local <= 2048; local *= 2) {
+            float zero = 0.0f;
+            clEnqueueFillBuffer(q, x, &zero, 4, 0, n * 4, 0, NULL, NULL);
+            clSetKernelArg(k, 0, sizeof x, &x);
+            cl_int e = clEnqueueNDRangeKernel(q, k, 1, NULL, &n, &local, 0, NULL, NULL);
+            cl_int f = clFinish(q);
+            clEnqueueReadBuffer(q, x, CL_TRUE, 0, n * 4, h, 0, NULL, NULL);
+            size_t ones = 0;
+            for (size_t i = 0; i < n; i++) ones += h[i] == 1.0f;
+            printf("launch at local %4zu: enqueue %d, finish %d, %zu of %zu written\n", local, e, f,
+                   ones, n);
+        }
+        free(h);
+        clReleaseMemObject(x);
+        clReleaseCommandQueue(q);
+        clReleaseKernel(k);
+        clReleaseProgram(p);
+    }
     const char *files[] = {"cl/dtype.cl", "cl/reduce.cl", "cl/rows.cl", "cl/softmax.cl",
                            "cl/rmsnorm.cl"};
     const char *base = "-DCLN_DTYPE=0 -DCLN_PATH=0 -DCLN_VEC=4 -DCLN_BLOCKED=0";
