@@ -297,7 +297,7 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
         }
         ls->slot->kernel = k;
         /* A kernel's limit never changes: read it here, not at every call. Rusticl 22
-           understates it (reports 32, runs 1024), so it is not trusted there. */
+           and NVIDIA understate it (device.c), so it is not trusted there. */
         size_t m = 0;
         if (!p->kernel_wg_understated &&
             (err = clGetKernelWorkGroupInfo(k, e->dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof m, &m,

@@ -209,6 +209,11 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
     }
     if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
+    /* NVIDIA's driver (580, H200) reports CL_KERNEL_WORK_GROUP_SIZE 256 for every kernel,
+       a one-line one too, yet runs groups of 512 and 1024 and gets them right
+       (bench/wgprobe.c). Every build caps registers at 64 (-cl-nv-maxrregcount), so a
+       group of 1024 always has its registers: take the device's limit there. */
+    if (p->nv && p->nv_compiler_options) p->kernel_wg_understated = 1;
     /* Mesa's llvmpipe ends a shader after 65535 loop trips, counted over all the
        loops a work-item runs (measured: a kernel with three row loops fails from
        21848 trips each). Keep each of a kernel's at most four row loops below. It
