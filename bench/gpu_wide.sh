@@ -9,7 +9,7 @@ B="/tmp/gb/tools/clnorm bench --device nvidia --batch 10"
 for dt in f32 bf16; do
     for cap in 256 ""; do
         echo "== $dt CLNORM_MAX_WORK_GROUP=$cap"
-        CLNORM_MAX_WORK_GROUP=$cap timeout 70 $B --dtype $dt 2>/dev/null | grep -E "^(softmax|rmsnorm) "
+        env ${cap:+CLNORM_MAX_WORK_GROUP=$cap} timeout 70 $B --dtype $dt 2>/dev/null | grep -E "^(softmax|rmsnorm) "
     done
 done > "$OUT/wide.log" 2>&1
 cut -c1-40,50-140 "$OUT/wide.log"
