@@ -408,6 +408,29 @@ void test_plan(void)
             }
         }
 
+        /* 16-bit softmax rows that need a register team over 256 stream on GPUs;
+           float32 rows of the same length stay paired, in one group of 1024. */
+        if (p->nv && p->max_wg >= 1024) {
+            cln_limits f = no_limits();
+            plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768);
+            if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
+                         CLNORM_SUCCESS))
+                CHECK(pl.variant == CLN_VAR_STREAM && pl.op == CLN_OP_SOFTMAX_ONLINE,
+                      "%s: %s %s, expected online streaming", label, cln_op_name(pl.op),
+                      cln_variant_name(pl.variant));
+            plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768);
+            if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768, &pl, why),
+                         CLNORM_SUCCESS))
+                CHECK(pl.variant == CLN_VAR_PAIR && pl.team == 1024,
+                      "%s: %s team %zu, expected pair team 1024", label,
+                      cln_variant_name(pl.variant), pl.team);
+            f.force_variant = CLN_VAR_PAIR; /* forced: honoured */
+            if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
+                         CLNORM_SUCCESS))
+                CHECK(pl.variant == CLN_VAR_PAIR, "forced pair on bf16 1024x32768: %s",
+                      cln_variant_name(pl.variant));
+        }
+
         /* RMSNorm's paired kernels: half the slots where a team of up to 256 holds
            the row, all of them beyond. */
         if (p->nv) {
