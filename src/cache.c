@@ -19,7 +19,8 @@ typedef struct cln_kslot {
 typedef struct cln_prog {
     cl_context ctx;
     cl_device_id dev;
-    uint64_t key; /* hash of source and options */
+    uint64_t key;      /* hash of source and options */
+    uint64_t src_hash; /* hash of the source alone */
     char options[512];
     cl_program program;
     int state; /* 0 building, 1 ready, -1 failed */
@@ -53,8 +54,22 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
 {
     /* Never -cl-fast-relaxed-math or -cl-finite-math-only: they void the special-value
        contract. */
-    /* NVIDIA sizes registers for 256 work-items unless told; 64 registers allow the
-       1024-wide work-groups that long rows want. */
+    /* Every call asks (once per kernel): the last answer is kept per thread. Profiles
+       are never freed, so their address identifies them. */
+    static _Thread_local struct {
+        const cln_profile *p;
+        int dtype, path, ok;
+        char extra[256], out[512];
+    } memo;
+    const char *extra = cln_getenv("CLNORM_BUILD_OPTIONS");
+    if (!extra) extra = "";
+    if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
+        !strcmp(memo.extra, extra) && strlen(memo.out) < len) {
+        memcpy(buf, memo.out, strlen(memo.out) + 1);
+        return;
+    }
+    /* NVIDIA sizes registers for 256 work-items unless told; with 64 every kernel has
+       its registers in a group of 1024, which long rows want (device.c). */
     snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
              p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
@@ -63,16 +78,23 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
              path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");
     /* Extra options for experiments; they are part of the key like the rest. */
-    const char *extra = getenv("CLNORM_BUILD_OPTIONS");
     size_t used = strlen(buf);
-    if (extra && *extra && used + 1 < len) snprintf(buf + used, len - used, " %s", extra);
+    if (*extra && used + 1 < len) snprintf(buf + used, len - used, " %s", extra);
+    memo.ok = strlen(extra) < sizeof memo.extra && strlen(buf) < sizeof memo.out;
+    if (memo.ok) {
+        memo.p = p;
+        memo.dtype = (int)dtype;
+        memo.path = (int)path;
+        strcpy(memo.extra, extra);
+        strcpy(memo.out, buf);
+    }
 }
 
 /* The embedded source is assembled once; a kernel folder is re-read at every build so
    edits show up without restarting. Caller holds the lock for the embedded copy. */
 static clnorm_status cln_source_locked(char **src, size_t *len, uint64_t *hash, int *owned)
 {
-    const char *dir = getenv("CLNORM_KERNEL_DIR");
+    const char *dir = cln_getenv("CLNORM_KERNEL_DIR");
     if (dir && *dir) {
         *owned = 1;
         clnorm_status st = cln_source_get(src, len);
@@ -162,7 +184,7 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
     e->program = prog;
     /* CLNORM_BUILD_LOG=1 shows what the compiler said (with CLNORM_BUILD_OPTIONS such
        as -cl-nv-verbose: registers and spills per kernel). */
-    const char *show = getenv("CLNORM_BUILD_LOG");
+    const char *show = cln_getenv("CLNORM_BUILD_LOG");
     if (show && *show && strcmp(show, "0") != 0) {
         size_t log_len = 0;
         char *log = NULL;
@@ -209,11 +231,11 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     uint64_t src_hash = 0;
     st = cln_source_locked(&src, &len, &src_hash, &owned);
     if (st) { pthread_mutex_unlock(&cln_cache_lock); return st; }
-    uint64_t key = cln_hash64(options, strlen(options), src_hash);
     for (;;) {
         cln_prog *e = cln_progs;
         for (; e; e = e->next)
-            if (e->ctx == ctx && e->dev == dev && e->key == key && !strcmp(e->options, options))
+            if (e->ctx == ctx && e->dev == dev && e->src_hash == src_hash &&
+                !strcmp(e->options, options))
                 break;
         if (!e) break;
         if (e->state == 1) {
@@ -235,7 +257,8 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     clRetainContext(ctx);
     e->ctx = ctx;
     e->dev = dev;
-    e->key = key;
+    e->key = cln_hash64(options, strlen(options), src_hash);
+    e->src_hash = src_hash;
     snprintf(e->options, sizeof e->options, "%s", options);
     e->next = cln_progs;
     cln_progs = e;

@@ -72,13 +72,13 @@ static int cln_mkdirs(char *path)
 
 int cln_disk_dir(char *buf, size_t len, int create)
 {
-    const char *dir = getenv("CLNORM_CACHE_DIR"), *base;
+    const char *dir = cln_getenv("CLNORM_CACHE_DIR"), *base;
     int n;
     if (dir && !strcmp(dir, "off")) return CLN_DISK_OFF;
     if (dir && *dir) n = snprintf(buf, len, "%s", dir);
-    else if ((base = getenv("XDG_CACHE_HOME")) && base[0] == '/') /* XDG: absolute only */
+    else if ((base = cln_getenv("XDG_CACHE_HOME")) && base[0] == '/') /* XDG: absolute only */
         n = snprintf(buf, len, "%s/clnorm", base);
-    else if ((base = getenv("HOME")) && *base)
+    else if ((base = cln_getenv("HOME")) && *base)
         n = snprintf(buf, len, "%s/.cache/clnorm", base);
     else return CLN_DISK_OFF;
     if (n <= 0 || (size_t)n >= len - 64) return CLN_DISK_OFF; /* room for a file name */

@@ -210,6 +210,13 @@ CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
 
+/* ---- env.c: the environment, read once per operation ------------------------------ */
+/* cln_env_begin takes one pass over environ for the variables clnorm reads; until the
+   matching cln_env_end, cln_getenv answers from it (getenv otherwise). Nestable. */
+CLN_HIDDEN void cln_env_begin(void);
+CLN_HIDDEN void cln_env_end(void);
+CLN_HIDDEN const char *cln_getenv(const char *name);
+
 /* ---- validate.c ------------------------------------------------------------------ */
 CLN_HIDDEN size_t cln_dtype_size(clnorm_dtype d);
 CLN_HIDDEN const char *cln_dtype_name(clnorm_dtype d);

@@ -158,7 +158,7 @@ int cln_last_plan(cln_plan *out)
 static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
                       const cln_profile *prof)
 {
-    const char *env = getenv("CLNORM_TRACE");
+    const char *env = cln_getenv("CLNORM_TRACE");
     if (!env || !*env || !strcmp(env, "0")) return;
     char d[160];
     cln_plan_describe(pl, d, sizeof d);
@@ -222,9 +222,9 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
 /* Plans and enqueues one validated operation. A split plan enqueues two or three
    kernels, each waiting on the one before (the queue may be out of order), and
    hands out the last one's event. */
-static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
-                             clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
-                             const cl_event *wait_list, cl_event *event)
+static clnorm_status cln_run_env(cl_command_queue q, cl_context ctx, cl_device_id dev,
+                                 cln_op op, clnorm_dtype dtype, const cln_args *a,
+                                 cl_uint num_wait, const cl_event *wait_list, cl_event *event)
 {
     cln_plan pl;
     cln_kernel_lease lease[3] = {{0}, {0}, {0}};
@@ -313,6 +313,17 @@ fail:
     cln_scratch_release(scratch, last);
     if (last) clReleaseEvent(last);
     for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
+    return st;
+}
+
+/* The operation with the environment read once (env.c). */
+static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
+                             clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
+                             const cl_event *wait_list, cl_event *event)
+{
+    cln_env_begin();
+    clnorm_status st = cln_run_env(q, ctx, dev, op, dtype, a, num_wait, wait_list, event);
+    cln_env_end();
     return st;
 }
 

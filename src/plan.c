@@ -74,7 +74,7 @@ static size_t cln_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
 {
-    const char *s = getenv(name);
+    const char *s = cln_getenv(name);
     if (!s || !*s) return 0;
     char *end;
     errno = 0;
@@ -101,7 +101,7 @@ clnorm_status cln_limits_from_env(cln_limits *l)
     if (cln_env_size("CLNORM_ROW_THREADS", &v, &st)) l->force_team = v;
     if (cln_env_size("CLNORM_SPLIT", &v, &st)) l->force_slices = v;
     if (st) return st;
-    const char *r = getenv("CLNORM_REDUCTION");
+    const char *r = cln_getenv("CLNORM_REDUCTION");
     if (r && *r && strcmp(r, "auto") != 0) {
         if (!strcmp(r, "local")) l->force_path = CLN_PATH_LOCAL;
         else if (!strcmp(r, "subgroup")) l->force_path = CLN_PATH_SUBGROUP;
@@ -110,7 +110,7 @@ clnorm_status cln_limits_from_env(cln_limits *l)
                             "environment variable CLNORM_REDUCTION=\"%s\" is not auto, "
                             "subgroup or local", r);
     }
-    const char *var = getenv("CLNORM_VARIANT");
+    const char *var = cln_getenv("CLNORM_VARIANT");
     if (var && *var && strcmp(var, "auto") != 0) {
         if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
         else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REG;

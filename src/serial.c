@@ -17,7 +17,7 @@ static cl_event cln_serial_last; /* the last operation's final event, retained *
 
 int cln_serial_wanted(const cln_profile *p)
 {
-    const char *env = getenv("CLNORM_SERIAL");
+    const char *env = cln_getenv("CLNORM_SERIAL");
     if (env && *env) return strcmp(env, "0") != 0;
     return p->pocl_major == 4 || p->pocl_major == 5;
 }

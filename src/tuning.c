@@ -187,7 +187,7 @@ int cln_tuning_apply(const cln_profile *p, cln_op *op, clnorm_dtype dtype, size_
     /* The environment's shape settings take precedence over the whole entry. */
     if (lim->force_wg || lim->force_team || lim->force_variant >= 0 || lim->force_slices)
         return 0;
-    const char *env = getenv("CLNORM_TUNING");
+    const char *env = cln_getenv("CLNORM_TUNING");
     if (env && !strcmp(env, "off")) return 0;
     /* Every call comes here: only the folder is worked out each time. */
     char dir[4096];
