@@ -3,6 +3,7 @@
    CLNORM_MAX_WORK_GROUP, CLNORM_MAX_LOCAL_MEM), each with values verified on
    awkward shapes. The runner restores the environment after the case. */
 #include "test.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,13 @@ static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status 
     for (int op = 0; op < OP_COUNT; op++)
         for (size_t s = 0; s < nshapes; s++) {
             clnorm_status st = try_op((top)op, shapes[s][0], shapes[s][1]);
+            /* A forced work-group size is the one that ran, never silently replaced. */
+            const char *forced = getenv("CLNORM_WORK_GROUP");
+            cln_plan ran;
+            if (st == CLNORM_SUCCESS && forced && cln_last_plan(&ran))
+                CHECK(ran.wg == strtoull(forced, NULL, 10),
+                      "%s %zux%zu with %s ran in work-groups of %zu", op_name((top)op),
+                      shapes[s][0], shapes[s][1], env_now(), ran.wg);
             if (st == want) continue;
             if (st == also) { if (n_also) (*n_also)++; continue; }
             char err[1024];
@@ -125,6 +133,12 @@ void test_work_group_sizes(void)
         }
     }
     if (beyond_256) NOTE("%d calls with work-groups over 256 refused as beyond a kernel's limit", beyond_256);
+    /* Where the kernels' reported limits are known to understate (NVIDIA, Rusticl),
+       groups up to the device's maximum must run. */
+    const cln_profile *prof;
+    if (cln_profile_get(T.dev, &prof) == CLNORM_SUCCESS && prof->kernel_wg_understated)
+        CHECK(beyond_256 == 0, "%d calls over 256 refused on \"%s\", whose groups run up to %zu",
+              beyond_256, T.dev_name, cap);
 
     /* Impossible: more than the device allows, more row threads than work-items. */
     set_size("CLNORM_WORK_GROUP", dmax + 1);
