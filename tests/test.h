@@ -40,6 +40,7 @@
     X(variants, 1)                                                                     \
     X(split_scratch, 1)                                                                \
     X(merge, 0)                                                                        \
+    X(environment, 0)                                                                  \
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \
     X(plan, 0)
