@@ -61,6 +61,13 @@ inline float cln_hmax(cln_fv v)
     return s;
 }
 
+/* cln_w lane by lane, each lane with its own maximum. */
+inline cln_fv cln_wvv(cln_fv x, cln_fv m)
+{
+    cln_fv eq = select((cln_fv)1.0f, (cln_fv)0.0f, isequal(m, (cln_fv)(-INFINITY)));
+    return select(exp(x - m), eq, isequal(x, m));
+}
+
 /* cln_w on a vector: exp(x - m), with the same special cases. */
 inline cln_fv cln_wv(cln_fv x, float m)
 {
@@ -145,7 +152,27 @@ inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint tea
 {
     float m = -INFINITY, l = 0.0f, e = 0.0f;
     CLN_LAYOUT(n, p, p, p);
-#if CLN_VEC > 1
+#if CLN_VEC > 1 && CLN_BLOCKED
+    /* CPUs: an (m, l) per vector lane, merged once at the end. The horizontal maximum
+       and sum per chunk below kept this loop from vectorising there (PoCL, 64x128256:
+       the statistics pass alone took longer than the whole three-pass softmax). Still
+       one exp per element: of x and the lane's maximum, the smaller is weighed against
+       the larger, and where x is the larger the lane's sum is scaled by that weight. */
+    cln_fv mv = -INFINITY, lv = 0.0f, ev = 0.0f;
+    CLN_FOR_CHUNKS(k, nc) {
+        cln_fv v = CLN_LOADV(p + h, k);
+        cln_iv gt = isgreater(v, mv);
+        cln_fv w = cln_wvv(select(v, mv, gt), select(mv, v, gt));
+        lv = select(lv, lv * w, gt);
+        ev = select(ev, ev * w, gt);
+        CLN_KAHAN(lv, ev, select(w, (cln_fv)1.0f, gt));
+        mv = fmax(mv, v);
+    }
+    float tm[CLN_VEC], tl[CLN_VEC];
+    CLN_CAT(vstore, CLN_VEC)(mv, 0, tm);
+    CLN_CAT(vstore, CLN_VEC)(lv - ev, 0, tl);
+    for (int i = 0; i < CLN_VEC; i++) cln_merge(&m, &l, tm[i], tl[i]);
+#elif CLN_VEC > 1
     CLN_FOR_CHUNKS(k, nc) {
         cln_fv v = CLN_LOADV(p + h, k);
         float cm = cln_hmax(v);
