@@ -308,6 +308,12 @@ void test_plan(void)
         make_profile("small GPU", CL_DEVICE_TYPE_GPU, 4, 64, 16 * 1024, 16, 0, 0),
     };
     profs[2].p.pocl_major = 5;
+    /* The streaming loops' vector width, as device.c finds it: PoCL's AVX2 8, llvmpipe
+       1 (its work-items are the SIMD lanes), GPUs 4. */
+    profs[1].p.vec = profs[2].p.vec = 8;
+    profs[3].p.vec = 1;
+    for (size_t i = 0; i < COUNT_OF(profs); i++)
+        if (profs[i].gpu) profs[i].p.vec = 4;
     const size_t rows_list[] = {1, 2, 3, 7, 8, 100, 4096, 65536, 1u << 20};
     const size_t cols_list[] = {1, 2, 31, 32, 33, 128, 1000, 4096, 4097, 32768, 65537, 262144,
                                 1u << 20, (1u << 20) + 3};
@@ -405,6 +411,24 @@ void test_plan(void)
                           "%s, no_pairs %d: %s team %zu, expected %s team %zu", label,
                           pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
                           cln_variant_name(pc[c].want), pc[c].team);
+            }
+        }
+
+        /* CPUs whose work-items are the SIMD lanes give rows of 1024 columns or more 8
+           work-items each; vectorising CPUs keep a work-item per row. */
+        if (!np->gpu && p->loop_limit == 0) {
+            cln_limits f = no_limits();
+            plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 256, 4096);
+            if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 256, 4096, &pl, why),
+                         CLNORM_SUCCESS)) {
+                if (p->vec <= 1)
+                    CHECK(pl.variant == CLN_VAR_STREAM && pl.team == 8 && pl.rows_per_wg <= 4,
+                          "%s (vector width %u): team %zu, %zu rows a group; expected 8, at "
+                          "most 4", label, p->vec, pl.team, pl.rows_per_wg);
+                else
+                    CHECK(pl.variant == CLN_VAR_STREAM && pl.team < 8,
+                          "%s (vector width %u): team %zu, expected fewer than 8", label,
+                          p->vec, pl.team);
             }
         }
 
