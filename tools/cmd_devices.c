@@ -41,6 +41,9 @@ static void print_kernels(const cln_device_ref *r, const cln_profile *p)
         if (d == 2 && path == p->best_path) break;
         printf("      kernels, %s, %s path: max work-group, private bytes, local bytes\n",
                cln_dtype_name(dts[d]), cln_path_name(path));
+        if (d == 0 && p->kernel_wg_understated)
+            printf("      (this driver's kernel limits understate what runs: clnorm plans up "
+                   "to the device's %zu)\n", p->max_wg);
         for (int k = 0; k < CLN_K_COUNT; k++) {
             cln_kernel_lease l;
             clnorm_status st =
