@@ -71,7 +71,7 @@ CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
 /* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative (ops.c). */
 CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 
-/* serial.c: whether operations on p must run one at a time (PoCL 4 and 5, or
+/* serial.c: whether operations on p must run one at a time (PoCL, or
    CLNORM_SERIAL=1); begin locks and gives the event to wait for (NULL or retained),
    end records done (the operation's final event), flushes q and unlocks; forget drops
    the record of ctx's operations (NULL: any). */

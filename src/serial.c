@@ -1,11 +1,12 @@
-/* One clnorm kernel at a time per process, for PoCL 4 and 5. Their CPU driver keeps a
-   loaded binary per (kernel, local size, grid width) but, when a launch ends, drops the
-   use count of the first binary matching (kernel, local size) only. Two launches of one
+/* One clnorm kernel at a time per process, on PoCL. Its CPU driver keeps a loaded
+   binary per (kernel, local size, grid width) but, when a launch ends, drops the use
+   count of the first binary matching (kernel, local size) only. Two launches of one
    kernel in flight with different grid widths (two queues, two threads) then drop the
-   wrong count and PoCL aborts on `found->ref_count > 0` (measured with PoCL 5.0 and the
-   threads test). On those versions each operation waits for the one before: through
-   its wait list in the same context, on the host across contexts. PoCL runs a kernel
-   on every core anyway, so little concurrency is lost. */
+   wrong count and PoCL aborts on `found->ref_count > 0`: measured with PoCL 5.0 and
+   the threads test, and with PoCL 3.1 (same code) under ASan, with split calls on two
+   queues back to back (split_scratch). On PoCL each operation waits for the one
+   before: through its wait list in the same context, on the host across contexts.
+   PoCL runs a kernel on every core anyway, so little concurrency is lost. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -19,7 +20,7 @@ int cln_serial_wanted(const cln_profile *p)
 {
     const char *env = cln_getenv("CLNORM_SERIAL");
     if (env && *env) return strcmp(env, "0") != 0;
-    return p->pocl_major == 4 || p->pocl_major == 5;
+    return p->pocl_major > 0;
 }
 
 void cln_serial_begin(cl_context ctx, cl_event *dep)

@@ -55,7 +55,7 @@ static void *work(void *arg)
 void test_threads(void)
 {
     /* Last, the own-queue and own-session modes again with operations forced to run
-       one at a time (serial.c, the default on PoCL 4 and 5), so that the cross-queue
+       one at a time (serial.c, the default on PoCL), so that the cross-queue
        and cross-context waits run on every device. */
     for (int pass = 0; pass < 5; pass++) {
         int mode = pass < 3 ? pass : pass - 2;
