@@ -220,8 +220,8 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
 }
 
 /* Plans and enqueues one validated operation. A split plan enqueues two or three
-   kernels, each waiting on the one before (the queue may be out of order), and
-   hands out the last one's event. */
+   kernels, which follow one another by the queue's order, or by events on an
+   out-of-order queue, and hands out the last one's event. */
 static clnorm_status cln_run_env(cl_command_queue q, cl_context ctx, cl_device_id dev,
                                  cln_op op, clnorm_dtype dtype, const cln_args *a,
                                  cl_uint num_wait, const cl_event *wait_list, cl_event *event)
