@@ -3,13 +3,16 @@
    The plan the library makes is asserted too, so that each form really runs: the
    paired one wherever the row length and every row start are even, the plain register
    one where they are not. Values against float64 references of the rounded inputs;
-   canaries around every view (run_op). */
+   canaries around every view (run_op). Last, CLNORM_TRACE=1 must print the plan that
+   ran. */
+#define _POSIX_C_SOURCE 200809L /* fileno, dup */
 #include "test.h"
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void set_num(const char *name, size_t v)
 {
@@ -109,4 +112,35 @@ void test_variants(void)
          planned[CLN_VAR_SPLIT]);
     CHECK(planned[CLN_VAR_PAIR] > 0 && planned[CLN_VAR_REG] > 0 && planned[CLN_VAR_SPLIT] > 0,
           "some kernel form never ran");
+
+    /* CLNORM_TRACE=1 prints the plan that ran, one line per operation, on stderr. */
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    if (!CHECK(tmp && saved >= 0, "a temporary file for stderr")) return;
+    fflush(stderr);
+    dup2(fileno(tmp), 2);
+    t_setenv("CLNORM_VARIANT", "split");
+    t_setenv("CLNORM_TRACE", "1");
+    op_args a;
+    float *x, *g;
+    make_problem(&R, &a, OP_SOFTMAX_ONLINE, 3, 1000, &x, &g);
+    check_op(&a, CLNORM_SUCCESS);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    t_env_restore();
+    char text[4096] = "";
+    rewind(tmp);
+    size_t got = fread(text, 1, sizeof text - 1, tmp);
+    text[got] = '\0';
+    fclose(tmp);
+    free(x);
+    free(g);
+    cln_plan ran;
+    char want[200] = "";
+    if (cln_last_plan(&ran)) cln_plan_describe(&ran, want, sizeof want);
+    CHECK(strstr(text, "clnorm: softmax-online 3x1000 f32") && strstr(text, "split/") && *want &&
+              strstr(text, want),
+          "CLNORM_TRACE=1 printed \"%.300s\", expected the line of softmax-online 3x1000 f32 "
+          "with the plan \"%s\"", text, want);
 }
