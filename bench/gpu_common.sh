@@ -19,3 +19,23 @@ nv_suite() {
     tail -n 3 "$OUT/tests-nvidia.log"; grep -E "Failed|\*\*\*" "$OUT/tests-nvidia.log" | head
     stamp tested
 }
+
+# tools/compare.py (clnorm against PyTorch CUDA, f32 and bf16, batches of 10) within
+# $1 seconds, to $OUT/compare-h200.*; prints the table.
+torch_compare() {
+    PYTHONUNBUFFERED=1 timeout "$1" python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm \
+        --device nvidia --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
+        > "$OUT/compare-h200.log" 2>&1
+    tail -n 34 "$OUT/compare-h200.log"
+    stamp compared
+}
+
+# The suite on PoCL 5 (the machine's CPU) until $1 seconds after the start, to
+# $OUT/tests-pocl5.log.
+pocl5_suite() {
+    local left=$(( $1 - ($(date +%s) - S) ))
+    (cd /tmp/gb && timeout $left ctest -L pocl -j16 --timeout 300 --output-on-failure \
+        > "$OUT/tests-pocl5.log" 2>&1)
+    grep -E "tests passed|Failed|\*\*\*|Timeout|Passed" "$OUT/tests-pocl5.log" | tail -30
+    stamp pocl5
+}

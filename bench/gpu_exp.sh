@@ -21,13 +21,6 @@ for dt in f32 bf16 f16; do
 done > "$OUT/run-accuracy.log"
 cat "$OUT/run-accuracy.log"
 stamp accuracy
-PYTHONUNBUFFERED=1 timeout 200 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp compared
-left=$(( 570 - ($(date +%s) - S) ))
-(cd /tmp/gb && timeout $left ctest -L pocl -j16 --timeout 300 --output-on-failure \
-    > "$OUT/tests-pocl5.log" 2>&1)
-grep -E "tests passed|Failed|\*\*\*|Passed|Timeout" "$OUT/tests-pocl5.log" | tail -30
+torch_compare 200
+pocl5_suite 570
 stamp done

@@ -15,8 +15,4 @@ for shape in "1024 32768" "8192 16384"; do
 done > "$OUT/long-rows.log" 2>&1
 cut -c1-20,21-75,76-130 "$OUT/long-rows.log"
 stamp long-rows
-PYTHONUNBUFFERED=1 timeout 150 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp done
+torch_compare 150

@@ -21,8 +21,4 @@ for dt in f32 bf16; do
 done > "$OUT/local.log" 2>&1
 cut -c1-20,21-75,76-200 "$OUT/local.log"
 stamp local
-PYTHONUNBUFFERED=1 timeout 170 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp done
+torch_compare 170

@@ -20,8 +20,4 @@ for shape in "1 4096" "64 8192" "8 262144" "1 1048576"; do
 done > "$OUT/host.log" 2>&1
 cat "$OUT/host.log"
 stamp host
-PYTHONUNBUFFERED=1 timeout 170 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp done
+torch_compare 170

@@ -30,8 +30,5 @@ for dt in f32 bf16; do
 done > "$OUT/stream-wg.log" 2>&1
 cut -c1-20,21-75,76-130 "$OUT/stream-wg.log"
 stamp stream-wg
-left=$(( 560 - ($(date +%s) - S) ))
-(cd /tmp/gb && timeout $left ctest -L pocl -j16 --timeout 300 --output-on-failure \
-    > "$OUT/tests-pocl5.log" 2>&1)
-grep -E "tests passed|Failed|\*\*\*|Timeout|Total" "$OUT/tests-pocl5.log" | tail -30
+pocl5_suite 560
 stamp done

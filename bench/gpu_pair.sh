@@ -25,8 +25,4 @@ for shape in "4096 128" "16384 1024"; do
 done > "$OUT/run-host-time.log"
 cat "$OUT/run-host-time.log"
 stamp diag
-PYTHONUNBUFFERED=1 timeout 200 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp done
+torch_compare 200

@@ -14,8 +14,4 @@ for dt in f32 bf16; do
 done > "$OUT/wide.log" 2>&1
 cut -c1-40,50-140 "$OUT/wide.log"
 stamp wide
-PYTHONUNBUFFERED=1 timeout 170 python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm --device nvidia \
-    --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-    > "$OUT/compare-h200.log" 2>&1
-tail -n 34 "$OUT/compare-h200.log"
-stamp done
+torch_compare 170
