@@ -24,15 +24,6 @@ typedef struct job {
 
 static const top ops[] = {OP_SOFTMAX_ONLINE, OP_SOFTMAX_3PASS, OP_RMSNORM, OP_STATS};
 
-static cl_mem buffer(size_t floats, const float *init)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(T.ctx, CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
-                              floats * sizeof(float), (void *)init, &err);
-    CHECK_CL(err);
-    return m;
-}
-
 static int job_make(job *j, top op, size_t rows, size_t cols)
 {
     memset(j, 0, sizeof *j);
@@ -49,11 +40,11 @@ static int job_make(job *j, top op, size_t rows, size_t cols)
     float *nan = malloc((ny > ns ? ny : ns) * sizeof(float));
     if (!nan) return 0;
     for (size_t i = 0; i < (ny > ns ? ny : ns); i++) nan[i] = NAN;
-    j->bx = buffer(rows * cols, j->x);
-    j->bg = buffer(cols, j->g);
-    j->by = buffer(ny, nan);
-    j->bm = buffer(ns, nan);
-    j->bl = buffer(ns, nan);
+    j->bx = t_buffer(T.ctx, rows * cols * 4, j->x);
+    j->bg = t_buffer(T.ctx, cols * 4, j->g);
+    j->by = t_buffer(T.ctx, ny * 4, nan);
+    j->bm = t_buffer(T.ctx, ns * 4, nan);
+    j->bl = t_buffer(T.ctx, ns * 4, nan);
     free(nan);
     return j->bx && j->bg && j->by && j->bm && j->bl;
 }
@@ -84,8 +75,7 @@ static void job_check(const job *j, const char *label)
         float *m = malloc(ns * sizeof(float)), *l = malloc(ns * sizeof(float));
         double *rm = malloc(j->rows * sizeof(double)), *rl = malloc(j->rows * sizeof(double));
         if (m && l && rm && rl &&
-            CHECK_CL(clEnqueueReadBuffer(T.q, j->bm, CL_TRUE, 0, ns * 4, m, 0, NULL, NULL)) &&
-            CHECK_CL(clEnqueueReadBuffer(T.q, j->bl, CL_TRUE, 0, ns * 4, l, 0, NULL, NULL))) {
+            t_read(T.q, j->bm, ns * 4, m) && t_read(T.q, j->bl, ns * 4, l)) {
             ref_stats(j->x, j->rows, j->cols, rm, rl);
             COMPARE(what, m, rm, j->rows, 1, 1e-6, 0);
             COMPARE(what, l, rl, j->rows, 1, rel, abs_tol);
@@ -97,8 +87,7 @@ static void job_check(const job *j, const char *label)
     }
     float *y = malloc((n + CANARY) * sizeof(float));
     double *ref = malloc(n * sizeof(double));
-    if (y && ref &&
-        CHECK_CL(clEnqueueReadBuffer(T.q, j->by, CL_TRUE, 0, (n + CANARY) * 4, y, 0, NULL, NULL))) {
+    if (y && ref && t_read(T.q, j->by, (n + CANARY) * 4, y)) {
         if (j->op == OP_RMSNORM) ref_rmsnorm(j->x, j->rows, j->cols, j->g, 1e-6f, ref);
         else ref_softmax(j->x, j->rows, j->cols, ref);
         COMPARE(what, y, ref, j->rows, j->cols, rel, abs_tol);
@@ -128,22 +117,14 @@ static void job_free(job *j)
     free(j->g);
 }
 
-static cl_command_queue queue_make(cl_command_queue_properties props)
-{
-    cl_int err;
-    cl_command_queue q = clCreateCommandQueue(T.ctx, T.dev, props, &err);
-    return err == CL_SUCCESS ? q : NULL;
-}
-
 void test_split_scratch(void)
 {
     t_setenv("CLNORM_VARIANT", "split");
     t_setenv("CLNORM_SPLIT", "3");
     cl_command_queue_properties dprops = 0;
     clGetDeviceInfo(T.dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof dprops, &dprops, NULL);
-    cl_command_queue qb = queue_make(0), qo = NULL;
-    if (dprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
-        qo = queue_make(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    cl_command_queue qb = t_new_queue(T.ctx, T.dev, 0), qo = NULL;
+    if (dprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) qo = t_new_queue(T.ctx, T.dev, 1);
     if (!CHECK(qb != NULL, "a second in-order queue")) return;
     cl_command_queue qs[3] = {T.q, qb, qo ? qo : T.q};
 
@@ -163,7 +144,7 @@ void test_split_scratch(void)
 
     /* More queues than the scratch binds, each released after its call. */
     for (size_t i = 0; i < 20 && made; i++) {
-        cl_command_queue q = queue_make(0);
+        cl_command_queue q = t_new_queue(T.ctx, T.dev, 0);
         if (!CHECK(q != NULL, "queue %zu", i)) break;
         job *j = &jobs[i % made];
         job_poison(j, q);
