@@ -388,7 +388,11 @@ void test_plan(void)
                 {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 64},
                 {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 64},
                 {CLNORM_BF16, 1024, 0, 0, CLN_VAR_REG, 32},  /* short 16-bit softmax rows */
-                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 32},
+                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 16},
+                /* Short rows fill every slot too, in teams narrower than a warp. */
+                {CLNORM_F32, 128, 0, 0, CLN_VAR_PAIR, 4},
+                {CLNORM_F32, 512, 0, 0, CLN_VAR_PAIR, 16},
+                {CLNORM_F32, 127, 0, 0, CLN_VAR_REG, 4},
                 {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256},
                 {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128},
                 {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128},
