@@ -51,7 +51,7 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 /* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
    is the three-pass algorithm over the registers (max, then exp stored in place and
    summed, then the scaled write: one exp per element); online == 1 keeps (m, l) per
-   work-item with rescaling, merges the pairs, then writes. */
+   work-item, merges the pairs online, then takes exp again for the write. */
 __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  __global cln_t *y, ulong yoff, ulong yld, ulong rows,
                                  ulong cols, uint online, uint team, __local float *scratch)
@@ -67,16 +67,14 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : -INFINITY;
     float m = -INFINITY, l = 0.0f;
     if (online) {
+        /* The work-item's own (m, l) from its registers, maximum first: a running
+           rescale per element chains every exp on the one before (H200, 256x4096: 12.1
+           us against 8.0 for the three-pass form). The pairs then merge online. */
 #pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++) {
-            if (i < n) {
-                if (v[i] > m) {
-                    l *= cln_w(m, v[i]);
-                    m = v[i];
-                }
-                l += cln_w(v[i], m);
-            }
-        }
+        for (uint i = 0; i < CLN_REG_K; i++) m = fmax(m, v[i]);
+#pragma unroll
+        for (uint i = 0; i < CLN_REG_K; i++)
+            if (i < n) l += cln_w(v[i], m);
         cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
 #pragma unroll
         for (uint i = 0; i < CLN_REG_K; i++)
@@ -127,20 +125,19 @@ __kernel void clnorm_softmax_pair(__global const cln_t *x, ulong xoff, ulong xld
         v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;
     float m = -INFINITY, l = 0.0f;
     if (online) {
+        /* As in clnorm_softmax_reg: the work-item's maximum first, then its sum. */
 #pragma unroll
         for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
             if (i < n) {
                 float2 f = cln_unpack2(v[i]);
-                if (f.x > m) {
-                    l *= cln_w(m, f.x);
-                    m = f.x;
-                }
-                l += cln_w(f.x, m);
-                if (f.y > m) {
-                    l *= cln_w(m, f.y);
-                    m = f.y;
-                }
-                l += cln_w(f.y, m);
+                m = fmax(m, fmax(f.x, f.y));
+            }
+        }
+#pragma unroll
+        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
+            if (i < n) {
+                float2 f = cln_unpack2(v[i]);
+                l += cln_w(f.x, m) + cln_w(f.y, m);
             }
         }
         cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
