@@ -65,13 +65,13 @@ inline float cln_hmax(cln_fv v)
 inline cln_fv cln_wvv(cln_fv x, cln_fv m)
 {
     cln_fv eq = select((cln_fv)1.0f, (cln_fv)0.0f, isequal(m, (cln_fv)(-INFINITY)));
-    return select(exp(x - m), eq, isequal(x, m));
+    return select(CLN_EXP(x - m), eq, isequal(x, m));
 }
 
 /* cln_w on a vector: exp(x - m), with the same special cases. */
 inline cln_fv cln_wv(cln_fv x, float m)
 {
-    cln_fv e = exp(x - m);
+    cln_fv e = CLN_EXP(x - m);
     float eq = m == -INFINITY ? 0.0f : 1.0f;
     return select(e, (cln_fv)eq, isequal(x, (cln_fv)m));
 }
