@@ -335,9 +335,9 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
                once and then it only computes, so bytes in flight per work-item set the
                bandwidth (H200, 4096 columns: 2.0 TB/s at 16 per work-item, 2.9 at
                32). Short rows too, in teams narrower than a warp (H200 float32, 65536
-               rows, TB/s: softmax 128 columns 2.67 in teams of 8, 1.77 of 16; 256
-               columns 3.46 of 8, 1.88 of 32; RMSNorm 128 columns 3.13 of 8, 2.88 of
-               16; 256 columns 3.42 of 16, 3.28 of 32). */
+               rows, TB/s: softmax 128 columns 2.52 in teams of 4, 2.67 of 8, 1.77 of
+               16; 256 columns 3.46 of 8, 1.88 of 32; RMSNorm 128 columns 3.13 of 8,
+               2.88 of 16; 256 columns 3.42 of 16, 3.28 of 32). */
             team = reg_team;
         } else {
             team = cln_pow2_ceil(cln_div_up(cols, per_item));
