@@ -73,6 +73,8 @@ typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_ma
    Enqueued on `queue` (in-order or out-of-order), asynchronous. Borrow every handle
    for the duration of the call only. `event` may be NULL; otherwise it receives one
    new event (the caller releases it) that completes when the whole operation has.
+   Ask for one only where it is needed: some drivers charge for it on every call
+   (NVIDIA's 580 driver: 11.7 us per enqueue with an event, 4.2 us without).
    `rows == 0` is a no-op (a marker event where one is asked for). Elements between
    `cols` and `ld` in `y` are never written. `y` may be exactly `x` (same buffer,
    offset and ld); any other overlap of x and y is CLNORM_INVALID_ARGUMENT. Two
