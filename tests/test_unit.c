@@ -436,6 +436,34 @@ void test_plan(void)
             }
         }
 
+        /* Vectorising CPUs keep a group's rows within 256 KB, so that they stay in
+           cache between passes, and give a longer row 4 work-items. */
+        if (!np->gpu && p->vec > 1 && p->loop_limit == 0) {
+            struct { clnorm_dtype dt; size_t rows, cols, rpw, team; } lc[] = {
+                {CLNORM_F32, 64, 128256, 1, 4},  /* 513 KB rows */
+                {CLNORM_BF16, 64, 262144, 1, 4}, /* 512 KB rows in 16 bits */
+                {CLNORM_F32, 4096, 4096, 16, 1}, /* 16 KB rows: 16 a group */
+                {CLNORM_BF16, 4096, 4096, 32, 1},
+                {CLNORM_F32, 65536, 1024, 64, 1}, /* 4 KB rows: 64 a group, as before */
+            };
+            for (size_t c = 0; c < COUNT_OF(lc); c++) {
+                cln_limits f = no_limits();
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, lc[c].dt, lc[c].rows,
+                           lc[c].cols);
+                if (!CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, lc[c].dt, lc[c].rows, lc[c].cols,
+                                   &pl, why), CLNORM_SUCCESS))
+                    continue;
+                size_t want_rpw = lc[c].rpw;
+                /* Fewer rows a group where the rows do not give every core 4 groups. */
+                size_t most = lc[c].rows / (4 * (p->compute_units ? p->compute_units : 1));
+                while (want_rpw > 1 && want_rpw > most) want_rpw /= 2;
+                CHECK(pl.variant == CLN_VAR_STREAM && pl.rows_per_wg == want_rpw &&
+                          pl.team == lc[c].team,
+                      "%s: %zu rows a group of %zu work-items each; expected %zu of %zu", label,
+                      pl.rows_per_wg, pl.team, want_rpw, lc[c].team);
+            }
+        }
+
         /* 16-bit softmax rows that need a register team over 256 stream on GPUs;
            float32 rows of the same length stay paired, in one group of 1024. */
         if (p->nv && p->max_wg >= 1024) {
