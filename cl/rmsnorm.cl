@@ -113,6 +113,7 @@ inline float cln_round(float v)
         CLN_STORE(yr, c, o);                                                         \
     }
 
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm
 __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                              __global const cln_t *gamma, uint has_gamma,
                              __global cln_t *y, ulong yoff, ulong yld,
@@ -144,10 +145,12 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     if (!active) return;
     cln_seg_scale_write(xr, yr, gamma, has_gamma, cols, sc, rs, lane, team);
 }
+#endif
 
 /* Fused: h = x + residual (rounded to the storage type), optionally stored over
    residual, and y = rmsnorm(h) * gamma. Pass one computes h (and stores it); the
    write pass reads h back from residual, or recomputes it, in the same work-item. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_add_rmsnorm
 __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                                  __global cln_t *res, ulong roff, ulong rld, uint update,
                                  __global const cln_t *gamma, uint has_gamma,
@@ -165,6 +168,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     /* The stored h is re-read by the same work-item only: no barrier needed. */
     CLN_RMS_STREAM_BODY(CLN_H)
 }
+#endif
 
 /* Register forms: the row (or h) is read once into v[], everything else works
    there. The tail is shared by the float form (a value per slot) and the paired one
@@ -211,6 +215,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
         ((__global cln_pw *)yr)[c] = cln_pack2(o);                                   \
     }
 
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_reg
 __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  __global const cln_t *gamma, uint has_gamma,
                                  __global cln_t *y, ulong yoff, ulong yld,
@@ -227,7 +232,9 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
     for (uint i = 0; i < CLN_RMS_REG_K; i++) v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : 0.0f;
     CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
 }
+#endif
 
+#if !CLN_ONLY || CLN_ONLY_clnorm_add_rmsnorm_reg
 __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                      __global cln_t *res, ulong roff, ulong rld, uint update,
                                      __global const cln_t *gamma, uint has_gamma,
@@ -253,6 +260,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     }
     CLN_RMS_REG_TAIL(CLN_RMS_REG_K, CLN_SLOT1, CLN_SQ1, fabs, CLN_PUT1);
 }
+#endif
 
 /* The paired forms (cols even, rows starting at even elements), in two sizes: K
    words per work-item, as many elements as softmax's register form (_pair) or half
@@ -299,14 +307,19 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         }                                                                            \
         CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
     }
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_pair || CLN_ONLY_clnorm_add_rmsnorm_pair
 CLN_RMS_PAIR_KERNELS(pair, CLN_PAIR_SLOTS(CLN_REG_K))
+#endif
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_pair_half || CLN_ONLY_clnorm_add_rmsnorm_pair_half
 CLN_RMS_PAIR_KERNELS(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
+#endif
 
 /* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where
    the sum is of (x * 2^e)^2: e = 0 normally, or the slice's own scale when its plain
    sum overflowed or underflowed. Stage two rescales every part to one common power
    of two, so no stage needs to read x again after another may have written y over
    it (in place). ------------------------------------------------------------------ */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_ss
 __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                               ulong slices, ulong slice_len, __global float *part,
                               __local float *scratch)
@@ -330,8 +343,10 @@ __kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ul
         part[4 * g + 2] = e;
     }
 }
+#endif
 
 /* Stage two: merge the row's parts at one scale, then write this slice. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_rmsnorm
 __kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global const cln_t *gamma, uint has_gamma,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong cols,
@@ -364,3 +379,4 @@ __kernel void clnorm_split_rmsnorm(__global const cln_t *x, ulong xoff, ulong xl
     cln_seg_scale_write(x + xoff + row * xld + c0, y + yoff + row * yld + c0, gamma + c0,
                         has_gamma, c1 - c0, sc, rs, lane, team);
 }
+#endif

@@ -11,6 +11,7 @@
              then each merges its row's partials and writes its slice. */
 
 /* Three passes over the row: the maximum, the sum of exp(x - max), then the write. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_3pass
 __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong rows,
                                    ulong cols, uint team, __local float *scratch)
@@ -33,8 +34,10 @@ __kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xl
     cln_seg_softmax_write(xr, yr, cols, m, l, lane, team);
 #endif
 }
+#endif
 
 /* One statistics pass, a merge of the (m, l) pairs across the team, then the write. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_online
 __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong xld,
                                     __global cln_t *y, ulong yoff, ulong yld, ulong rows,
                                     ulong cols, uint team, __local float *scratch)
@@ -47,11 +50,13 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
     if (!active) return;
     cln_seg_softmax_write(xr, y + yoff + row * yld, cols, m, l, lane, team);
 }
+#endif
 
 /* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
    is the three-pass algorithm over the registers (max, then exp stored in place and
    summed, then the scaled write: one exp per element); online == 1 keeps (m, l) per
    work-item, merges the pairs online, then takes exp again for the write. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_reg
 __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  __global cln_t *y, ulong yoff, ulong yld, ulong rows,
                                  ulong cols, uint online, uint team, __local float *scratch)
@@ -98,6 +103,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
     for (uint i = 0; i < CLN_REG_K; i++)
         if (i < n) CLN_STORE(yr, (ulong)i * team + lane, v[i] * inv);
 }
+#endif
 
 /* The paired register form: word i * team + lane of the row (elements 2w and 2w + 1)
    lives in v[i]; cols is even. In float32 the weights are stored in place as in
@@ -112,6 +118,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_PAIR_OUT(i) \
     (float2)(cln_w(cln_unpack2(v[i]).x, m), cln_w(cln_unpack2(v[i]).y, m))
 #endif
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
 __kernel void clnorm_softmax_pair(__global const cln_t *x, ulong xoff, ulong xld,
                                   __global cln_t *y, ulong yoff, ulong yld, ulong rows,
                                   ulong cols, uint online, uint team, __local float *scratch)
@@ -174,8 +181,10 @@ __kernel void clnorm_softmax_pair(__global const cln_t *x, ulong xoff, ulong xld
     for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
         if (i < n) yr[(ulong)i * team + lane] = cln_pack2(CLN_PAIR_OUT(i) * inv);
 }
+#endif
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_stats
 __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global float *row_max, __global float *row_sum,
                                    ulong rows, ulong cols, uint team,
@@ -190,10 +199,12 @@ __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xl
     row_max[row] = isnan(l) ? l : m;
     row_sum[row] = l;
 }
+#endif
 
 /* ---- Split rows (CLN_SPLIT_SETUP in reduce.cl). ----------------------------------- */
 
 /* Stage one: the partial (m, l) of each slice. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_stats
 __kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                                  ulong slices, ulong slice_len, __global float *part,
                                  __local float *scratch)
@@ -207,6 +218,7 @@ __kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld,
         part[4 * g + 1] = l;
     }
 }
+#endif
 
 /* The merged (m, l) of a row's partials, in every work-item. */
 inline void cln_merge_parts(__global const float *part, ulong row, ulong slices, uint lid,
@@ -220,6 +232,7 @@ inline void cln_merge_parts(__global const float *part, ulong row, ulong slices,
 }
 
 /* Stage two of softmax: merge the row's partials, write this slice. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_softmax
 __kernel void clnorm_split_softmax(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong cols,
                                    ulong slices, ulong slice_len, __global const float *part,
@@ -231,8 +244,10 @@ __kernel void clnorm_split_softmax(__global const cln_t *x, ulong xoff, ulong xl
     cln_seg_softmax_write(x + xoff + row * xld + c0, y + yoff + row * yld + c0, c1 - c0, m, l,
                           lane, team);
 }
+#endif
 
 /* Stage two of the statistics: one work-group per row (slices is the partial count). */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_stats_final
 __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
                                        __global float *row_max, __global float *row_sum,
                                        __local float *scratch)
@@ -246,6 +261,7 @@ __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
         row_sum[row] = l;
     }
 }
+#endif
 
 /* Three-pass softmax over split rows: stage one the slice maxima; stage two merges
    the row's maxima and sums exp(x - m) over the slice, leaving (m, l) pairs that
@@ -253,6 +269,7 @@ __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
    maxima sit in the third float of each work-group's four in the partials buffer,
    which the host passes as both maxima and part (no sub-buffers: creating them at
    every call cost more than the kernels on the H200). */
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_max
 __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                                ulong slices, ulong slice_len, __global float *part,
                                __local float *scratch)
@@ -262,7 +279,9 @@ __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, u
     m = cln_max(m, scratch, lid, lane, team);
     if (lid == 0) part[4 * g + 2] = m;
 }
+#endif
 
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_sumexp
 __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                                   ulong slices, ulong slice_len, __global const float *maxima,
                                   __global float *part, __local float *scratch)
@@ -278,3 +297,4 @@ __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld
         part[4 * g + 1] = l;
     }
 }
+#endif

@@ -24,6 +24,13 @@ typedef struct cln_prog {
     char options[512];
     cl_program program;
     int state; /* 0 building, 1 ready, -1 failed */
+    /* Programs of one kernel (cln_one_kernel) built from source keep the event of
+       their first run; once it has completed, the binary, which then carries the
+       compiled work-group function, goes to the disk cache (cln_capture). */
+    const cln_profile *prof;
+    size_t src_len;
+    int capture;        /* 1: the binary is still to be stored */
+    cl_event first_run; /* retained; NULL until the first run is enqueued */
     cln_kslot *free_kernels[CLN_K_COUNT];
     struct cln_prog *next;
 } cln_prog;
@@ -144,7 +151,9 @@ static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_h
         err = clBuildProgram(prog, 1, &e->dev, e->options, NULL, NULL);
     if (err == CL_SUCCESS && bst == CL_SUCCESS)
         err = clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
-    if (err == CL_SUCCESS && nk < CLN_K_COUNT) err = CL_INVALID_BINARY; /* not our program */
+    /* Not our program: every kernel, or (CLN_ONLY) at least the one asked for. */
+    if (err == CL_SUCCESS && nk < (strstr(e->options, "-DCLN_ONLY=1") ? 1u : (size_t)CLN_K_COUNT))
+        err = CL_INVALID_BINARY;
     free(bin);
     if (err != CL_SUCCESS || bst != CL_SUCCESS) {
         /* The driver refused it (another driver build, a damaged binary that passed
@@ -200,7 +209,39 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
     unsigned char *bin = cln_disk_wants_binaries(p) ? cln_binary_of(prog, &n) : NULL;
     if (bin) cln_disk_store(p, e->options, src_hash, len, bin, n);
     free(bin);
+    /* A program of one kernel on PoCL is stored after its first run (cln_capture). */
+    e->capture = !cln_disk_wants_binaries(p) && strstr(e->options, "-DCLN_ONLY=1") != NULL;
     return CLNORM_SUCCESS;
+}
+
+/* PoCL: one program per kernel where the disk cache is on. Asking PoCL for a binary
+   compiles every kernel of the program for dynamic work-group sizes (84 s for all of
+   clnorm's on a 2-core VM, 1.4 to 1.6 s for one), and a binary taken after a
+   kernel's first run carries its compiled work-group function, so that a later start
+   that loads it never starts PoCL's compiler (BENCHMARKS.md, "Start-up time"). */
+static int cln_one_kernel(const cln_profile *p)
+{
+    char dir[4096];
+    return p->pocl_major > 0 && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
+}
+
+/* Stores the binary of e once its first run has completed; called with the cache
+   lock held, which it drops around the driver calls. Returns 1 if it stored. */
+static int cln_capture(cln_prog *e)
+{
+    cl_int status = CL_QUEUED;
+    if (!e->capture || !e->first_run ||
+        clGetEventInfo(e->first_run, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                       NULL) != CL_SUCCESS || status != CL_COMPLETE)
+        return 0;
+    e->capture = 0; /* once, even if it fails */
+    pthread_mutex_unlock(&cln_cache_lock);
+    size_t n = 0;
+    unsigned char *bin = cln_binary_of(e->program, &n);
+    if (bin) cln_disk_store(e->prof, e->options, e->src_hash, e->src_len, bin, n);
+    free(bin);
+    pthread_mutex_lock(&cln_cache_lock);
+    return 1;
 }
 
 static void cln_prog_free(cln_prog *e)
@@ -212,13 +253,15 @@ static void cln_prog_free(cln_prog *e)
             clReleaseKernel(s->kernel);
             free(s);
         }
+    if (e->first_run) clReleaseEvent(e->first_run);
     if (e->program) clReleaseProgram(e->program);
     clReleaseContext(e->ctx);
     free(e);
 }
 
 static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_profile *p,
-                                  clnorm_dtype dtype, cln_path path, cln_prog **out)
+                                  clnorm_dtype dtype, cln_path path, cln_kernel_id only,
+                                  cln_prog **out)
 {
     char options[512];
     char *src = NULL;
@@ -226,6 +269,11 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     int owned = 0;
     clnorm_status st;
     cln_build_options(p, dtype, path, options, sizeof options);
+    if (only != CLN_K_COUNT) {
+        size_t used = strlen(options);
+        snprintf(options + used, sizeof options - used, " -DCLN_ONLY=1 -DCLN_ONLY_%s=1",
+                 cln_kernel_name(only));
+    }
 
     pthread_mutex_lock(&cln_cache_lock);
     uint64_t src_hash = 0;
@@ -259,6 +307,8 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     e->dev = dev;
     e->key = cln_hash64(options, strlen(options), src_hash);
     e->src_hash = src_hash;
+    e->src_len = len;
+    e->prof = p;
     snprintf(e->options, sizeof e->options, "%s", options);
     e->next = cln_progs;
     cln_progs = e;
@@ -285,7 +335,7 @@ clnorm_status cln_program_get(cl_context ctx, cl_device_id dev, const cln_profil
                               clnorm_dtype dtype, cln_path path, cl_program *out)
 {
     cln_prog *e = NULL;
-    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, &e);
+    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, CLN_K_COUNT, &e);
     if (!st) *out = e->program;
     return st;
 }
@@ -295,13 +345,16 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
                                  cln_kernel_lease *out)
 {
     cln_prog *e = NULL;
-    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, &e);
+    clnorm_status st =
+        cln_prog_get(ctx, dev, p, dtype, path, cln_one_kernel(p) ? kid : CLN_K_COUNT, &e);
     if (st) return st;
     cln_lease_slot *ls = malloc(sizeof *ls);
     if (!ls) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");
     ls->prog = e;
     ls->kid = kid;
     pthread_mutex_lock(&cln_cache_lock);
+    cln_capture(e);
+    out->wants_event = e->capture && !e->first_run;
     ls->slot = e->free_kernels[kid];
     if (ls->slot) e->free_kernels[kid] = ls->slot->next;
     pthread_mutex_unlock(&cln_cache_lock);
@@ -339,6 +392,16 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
     return CLNORM_SUCCESS;
 }
 
+void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev)
+{
+    cln_lease_slot *ls = lease->slot;
+    if (!ls || !ev) return;
+    pthread_mutex_lock(&cln_cache_lock);
+    if (ls->prog->capture && !ls->prog->first_run && clRetainEvent(ev) == CL_SUCCESS)
+        ls->prog->first_run = ev;
+    pthread_mutex_unlock(&cln_cache_lock);
+}
+
 void cln_kernel_return(cln_kernel_lease *lease)
 {
     cln_lease_slot *ls = lease->slot;
@@ -357,6 +420,11 @@ void clnorm_release_cache(cl_context context)
     cln_serial_forget(context);
     cln_scratch_drop(context);
     pthread_mutex_lock(&cln_cache_lock);
+    /* Store what has run to completion; the lock drops during a store, so the scan
+       starts again after each. */
+    for (cln_prog *e = cln_progs; e;)
+        e = (!context || e->ctx == context) && e->state == 1 && cln_capture(e) ? cln_progs
+                                                                             : e->next;
     cln_prog **pp = &cln_progs;
     while (*pp) {
         cln_prog *e = *pp;

@@ -105,7 +105,8 @@ void cln_disk_name(const cln_profile *p, const char *kind, const char *options, 
     char id[1024];
     snprintf(id, sizeof id, "%s\n%s\n%s\n%s\n%s\n", kind, clnorm_version(), p->platform_name,
              p->device_name, options ? options : "");
-    snprintf(buf, len, "%s-%016llx.bin", strcmp(kind, "tuning") ? "prog" : "tune",
+    snprintf(buf, len, "%s-%016llx.bin",
+             !strcmp(kind, "tuning") ? "tune" : !strcmp(kind, "probe") ? "probe" : "prog",
              (unsigned long long)cln_hash64(id, strlen(id), 0));
 }
 

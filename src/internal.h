@@ -179,12 +179,15 @@ CLN_HIDDEN uint64_t cln_hash64(const void *data, size_t len, uint64_t seed);
 typedef struct cln_kernel_lease {
     cl_kernel kernel;
     size_t max_wg; /* the kernel's own work-group limit, read once at creation; 0: none */
+    int wants_event; /* 1: pass this run's event to cln_kernel_ran (disk capture) */
     void *slot;
 } cln_kernel_lease;
 CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
                                             cln_path path, cln_kernel_id kid,
                                             cln_kernel_lease *out);
+/* Hands the program the event of a run that wants_event asked for. */
+CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 /* Pooled device scratch of at least `bytes` for split plans; release it with the
    call's last event, after which it returns to the pool. */

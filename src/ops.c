@@ -282,10 +282,15 @@ static clnorm_status cln_run_env(cl_command_queue q, cl_context ctx, cl_device_i
         /* Stages follow one another by the queue's order where it has one, else by
            events. */
         const int want = j + 1 < n ? !in_order : keep_last;
+        cl_event *evp = want ? &done : j + 1 < n ? NULL : event, cap = NULL;
+        /* A program waiting to be stored after its first run wants that run's event. */
+        if (lease[j].wants_event && !evp) evp = &cap;
         err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
                                      j ? (prev ? 1 : 0) : num_wait, j ? (prev ? &prev : NULL)
                                                                     : wait_list,
-                                     want ? &done : j + 1 < n ? NULL : event);
+                                     evp);
+        if (err == CL_SUCCESS && lease[j].wants_event) cln_kernel_ran(&lease[j], *evp);
+        if (cap) clReleaseEvent(cap);
         if (err != CL_SUCCESS) {
             /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
                no work of this call is left behind. */
