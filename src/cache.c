@@ -214,6 +214,14 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
     return CLNORM_SUCCESS;
 }
 
+/* Appends the options that compile kernel kid alone (CLN_ONLY in cl/dtype.cl). */
+static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
+{
+    size_t used = strlen(options);
+    if (used < len)
+        snprintf(options + used, len - used, " -DCLN_ONLY=1 -DCLN_ONLY_%s=1", cln_kernel_name(kid));
+}
+
 /* PoCL: one program per kernel where the disk cache is on. Asking PoCL for a binary
    compiles every kernel of the program for dynamic work-group sizes (84 s for all of
    clnorm's on a 2-core VM, 1.4 to 1.6 s for one), and a binary taken after a
@@ -223,6 +231,18 @@ static int cln_one_kernel(const cln_profile *p)
 {
     char dir[4096];
     return p->pocl_major > 0 && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
+}
+
+void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path,
+                         cln_kernel_id kid, char *buf, size_t len)
+{
+    cln_build_options(p, dtype, path, buf, len);
+    if (cln_one_kernel(p)) cln_only_option(kid, buf, len);
+}
+
+int cln_stores_programs(const cln_profile *p)
+{
+    return cln_disk_wants_binaries(p) || cln_one_kernel(p);
 }
 
 /* Stores the binary of e once its first run has completed; called with the cache
@@ -269,11 +289,7 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     int owned = 0;
     clnorm_status st;
     cln_build_options(p, dtype, path, options, sizeof options);
-    if (only != CLN_K_COUNT) {
-        size_t used = strlen(options);
-        snprintf(options + used, sizeof options - used, " -DCLN_ONLY=1 -DCLN_ONLY_%s=1",
-                 cln_kernel_name(only));
-    }
+    if (only != CLN_K_COUNT) cln_only_option(only, options, sizeof options);
 
     pthread_mutex_lock(&cln_cache_lock);
     uint64_t src_hash = 0;

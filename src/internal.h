@@ -186,6 +186,14 @@ CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
                                             cln_path path, cln_kernel_id kid,
                                             cln_kernel_lease *out);
+/* The build options of the program that holds kernel kid (one kernel alone on PoCL
+   where the disk cache is on), as the disk cache keys it. */
+CLN_HIDDEN void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path,
+                                    cln_kernel_id kid, char *buf, size_t len);
+/* Whether p's programs reach the disk cache: at their build (NVIDIA), or once their
+   first run has completed (PoCL, programs of one kernel; the store happens at the
+   next call that uses the program or at clnorm_release_cache). */
+CLN_HIDDEN int cln_stores_programs(const cln_profile *p);
 /* Hands the program the event of a run that wants_event asked for. */
 CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);

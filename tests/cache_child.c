@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     cln_disk_stats ds;
     cln_disk_stats_get(&ds);
     clnorm_session_destroy(s);
-    if (warm && p && cln_disk_wants_binaries(p) && (ds.hits != 1 || ds.misses || ds.rejected)) {
+    if (warm && p && cln_stores_programs(p) && (ds.hits != 1 || ds.misses || ds.rejected)) {
         fprintf(stderr, "cache_child: warm start: %lu hits, %lu misses, %lu rejected\n", ds.hits,
                 ds.misses, ds.rejected);
         return 3;

@@ -80,7 +80,8 @@ typedef struct prog_id {
 static void prog_id_of(const cln_profile *p, clnorm_dtype dt, const char *dir, prog_id *id)
 {
     char *src = NULL;
-    cln_build_options(p, dt, p->best_path, id->options, sizeof id->options);
+    /* one_op's kernel: the statistics, streamed. */
+    cln_program_options(p, dt, p->best_path, CLN_K_STATS, id->options, sizeof id->options);
     CHECK_ST(cln_source_get(&src, &id->len), CLNORM_SUCCESS);
     id->hash = src ? cln_hash64(src, id->len, 0) : 0;
     free(src);
@@ -136,7 +137,8 @@ static void make_good_file(const cln_profile *p, clnorm_dtype dt, const char *di
     prog_id_of(p, dt, dir, id);
     clnorm_release_cache(T.ctx);
     CHECK_ST(one_op(dt), CLNORM_SUCCESS);
-    if (!cln_disk_wants_binaries(p)) {
+    clnorm_release_cache(T.ctx); /* PoCL stores after the first run */
+    if (!cln_stores_programs(p)) {
         static const char junk[] = "not a binary of any driver";
         CHECK(cln_disk_write(dir, id->name, id->key, junk, sizeof junk) == CLN_DISK_OK,
               "writing %s", id->path);
@@ -183,10 +185,10 @@ void test_disk_cache_roundtrip(void)
     const cln_profile *p = profile();
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_roundtrip")) return;
-    int stores = cln_disk_wants_binaries(p);
     char *root = fresh_dir(), dir[4200], buf[4200];
     snprintf(dir, sizeof dir, "%s/a/b/clnorm", root); /* created on first store */
     t_setenv("CLNORM_CACHE_DIR", dir);
+    int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     prog_id_of(p, CLNORM_F32, dir, &id);
 
@@ -196,6 +198,9 @@ void test_disk_cache_roundtrip(void)
     double t0 = t_now();
     CHECK_ST(one_op(CLNORM_F32), CLNORM_SUCCESS);
     double cold = t_now() - t0;
+    /* PoCL stores a program once its first run has completed: at the next call, or
+       here. */
+    clnorm_release_cache(T.ctx);
     stats(&s1);
     CHECK(s1.misses == s0.misses + 1 && s1.hits == s0.hits, "cold start: %lu misses, %lu hits, "
           "expected 1 and 0", s1.misses - s0.misses, s1.hits - s0.hits);
@@ -268,16 +273,17 @@ void test_disk_cache_damaged(void)
     const cln_profile *p = profile();
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_damaged")) return;
-    int stores = cln_disk_wants_binaries(p);
     char *dir = fresh_dir();
     t_setenv("CLNORM_CACHE_DIR", dir);
+    int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id, other;
     make_good_file(p, CLNORM_F32, dir, &id);
     size_t n_good = 0, n_other = 0;
     unsigned char *good = read_all(id.path, &n_good);
     /* Another key's file: the f16 program's, or one written with another key. */
     prog_id_of(p, CLNORM_F16, dir, &other);
-    if (!stores || one_op(CLNORM_F16) != CLNORM_SUCCESS || access(other.path, F_OK) != 0)
+    if (!stores || one_op(CLNORM_F16) != CLNORM_SUCCESS ||
+        (clnorm_release_cache(T.ctx), access(other.path, F_OK) != 0))
         cln_disk_write(dir, other.name, other.key, "other", 5);
     unsigned char *foreign = read_all(other.path, &n_other);
     if (!CHECK(good && n_good > 40 && foreign, "no files to damage in %s", dir)) goto done;
@@ -321,6 +327,7 @@ void test_disk_cache_damaged(void)
         cln_disk_stats s0, s1;
         stats(&s0);
         clnorm_status st = one_op(CLNORM_F32);
+        clnorm_release_cache(T.ctx); /* PoCL stores after the first run */
         stats(&s1);
         CHECK(st == CLNORM_SUCCESS, "%s: the call returned %s", damage_names[k],
               clnorm_status_string(st));
@@ -378,7 +385,7 @@ void test_disk_cache_unusable(void)
 {
     const cln_profile *p = profile();
     if (!p) return;
-    int stores = cln_disk_wants_binaries(p);
+    int stores = cln_stores_programs(p);
     char *root = fresh_dir(), path[4200];
     cln_disk_stats s0, s1;
 
@@ -496,9 +503,9 @@ void test_disk_cache_processes(void)
     const cln_profile *p = profile();
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_processes")) return;
-    int stores = cln_disk_wants_binaries(p);
     char *dir = fresh_dir();
     t_setenv("CLNORM_CACHE_DIR", dir);
+    int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     prog_id_of(p, CLNORM_F32, dir, &id);
     /* One process fills the driver's own caches (clnorm's is off in it), so that the
@@ -510,6 +517,9 @@ void test_disk_cache_processes(void)
     CHECK(count_files(dir, "prog-") == (stores ? 1 : 0), "%d program files after 16 processes, "
           "expected %d", count_files(dir, "prog-"), stores);
     CHECK(count_files(dir, ".tmp") == 0, "temporary files left in %s", dir);
+    /* The device probe's answers, stored by the first process and read by the rest. */
+    CHECK(count_files(dir, "probe-") == 1, "%d probe files after 16 processes, expected 1",
+          count_files(dir, "probe-"));
     unsigned char *b = NULL;
     size_t n;
     if (stores)
@@ -559,9 +569,9 @@ void test_disk_cache_invalidate(void)
     const cln_profile *p = profile();
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_invalidate")) return;
-    int stores = cln_disk_wants_binaries(p);
     char *dir = fresh_dir();
     t_setenv("CLNORM_CACHE_DIR", dir);
+    int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     make_good_file(p, CLNORM_F32, dir, &id);
     unsigned char *b = NULL;
@@ -605,6 +615,7 @@ void test_disk_cache_invalidate(void)
     clnorm_release_cache(T.ctx);
     stats(&s0);
     CHECK_ST(one_op(CLNORM_F32), CLNORM_SUCCESS);
+    clnorm_release_cache(T.ctx); /* PoCL stores after the first run */
     stats(&s1);
     CHECK(s1.rejected == s0.rejected + 1 && s1.hits == s0.hits,
           "changed source: %lu files rejected, %lu loaded; expected 1 and 0",
@@ -619,6 +630,7 @@ void test_disk_cache_invalidate(void)
     clnorm_release_cache(T.ctx);
     stats(&s0);
     CHECK_ST(one_op(CLNORM_F32), CLNORM_SUCCESS);
+    clnorm_release_cache(T.ctx);
     stats(&s1);
     if (stores)
         CHECK(s1.rejected == s0.rejected + 1 && s1.stores == s0.stores + 1,

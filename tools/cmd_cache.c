@@ -12,7 +12,8 @@
 static const char cache_usage[] =
     "usage: clnorm cache [--verify] [--clear] [--help]\n"
     "\n"
-    "Lists the files of the on-disk cache: kind (program binary or tuning table),\n"
+    "Lists the files of the on-disk cache: kind (program binary, tuning table or the\n"
+    "device probe's answers),\n"
     "device, driver, build options, size and age. The folder is $CLNORM_CACHE_DIR, else\n"
     "$XDG_CACHE_HOME/clnorm, else ~/.cache/clnorm; CLNORM_CACHE_DIR=off disables it.\n"
     "\n"
@@ -56,7 +57,9 @@ static const char *stale_reason(const char *key, const cln_profile *devs, size_t
     key_field(key, "format", v, sizeof v);
     if (atoi(v) != CLN_DISK_FORMAT) return "another format";
     snprintf(src, sizeof src, "%016llx %zu", (unsigned long long)src_hash, src_len);
-    if (strcmp(key_field(key, "source", v, sizeof v), src)) return "another kernel source";
+    /* The probe's answers depend on no kernel source. */
+    if (strncmp(key, "clnorm probe\n", 13) && strcmp(key_field(key, "source", v, sizeof v), src))
+        return "another kernel source";
     key_field(key, "device", v, sizeof v);
     key_field(key, "platform", w, sizeof w);
     int device = 0;
@@ -123,8 +126,9 @@ int cmd_cache(int argc, char **argv)
         const char *nm = e->d_name;
         size_t len = strlen(nm);
         int tmp = !strncmp(nm, ".tmp-", 5);
-        int ours = tmp || ((!strncmp(nm, "prog-", 5) || !strncmp(nm, "tune-", 5)) && len > 4 &&
-                           !strcmp(nm + len - 4, ".bin"));
+        int probe = !strncmp(nm, "probe-", 6);
+        int ours = tmp || ((!strncmp(nm, "prog-", 5) || !strncmp(nm, "tune-", 5) || probe) &&
+                           len > 4 && !strcmp(nm + len - 4, ".bin"));
         if (!ours) continue;
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, nm);
@@ -141,7 +145,8 @@ int cmd_cache(int argc, char **argv)
         age_text(difftime(now, sb.st_mtime), age, sizeof age);
         size_t plen;
         int r = tmp ? CLN_DISK_BAD : cln_disk_inspect(path, &key, &plen);
-        const char *kind = tmp ? "temp" : nm[0] == 'p' ? "program" : "tuning", *check = "";
+        const char *kind = tmp ? "temp" : probe ? "probe" : nm[0] == 'p' ? "program" : "tuning",
+                   *check = "";
         if (key) {
             key_field(key, "device", dev, sizeof dev);
             key_field(key, "driver", drv, sizeof drv);
@@ -157,7 +162,7 @@ int cmd_cache(int argc, char **argv)
         }
         printf("%-7s %-32.32s %-12.12s %9.1f %9s  %-*s%s\n", kind, dev, drv,
                (double)sb.st_size / 1024.0, age, verify ? 23 : 0, check,
-               nm[0] == 'p' && key ? opt : "-");
+               nm[0] == 'p' && !probe && key ? opt : "-");
         free(key);
     }
     closedir(d);
