@@ -291,10 +291,11 @@ CLN_HIDDEN int cln_disk_load(const cln_profile *p, const char *options, uint64_t
                              size_t src_len, unsigned char **bin, size_t *len);
 CLN_HIDDEN int cln_disk_store(const cln_profile *p, const char *options, uint64_t src_hash,
                               size_t src_len, const unsigned char *bin, size_t len);
-/* 0 where reading a program's binary costs more than the build it saves: PoCL
-   (3.1, measured) compiles every kernel for dynamic work-group sizes when
-   asked for binaries (84 s for clnorm's program on a 2-core CPU), and its own
-   kernel cache (POCL_CACHE_DIR) already keeps builds across processes. */
+/* 0 where reading a program's binary right after its build costs more than the
+   build it saves: PoCL (3.1, measured) compiles every kernel for dynamic work-group
+   sizes when asked for binaries (84 s for clnorm's whole program on a 2-core CPU).
+   There clnorm builds programs of one kernel and stores each after its first run
+   instead (cache.c, cln_stores_programs). */
 CLN_HIDDEN int cln_disk_wants_binaries(const cln_profile *p);
 /* Whether program files are read at all for p's device (not on Rusticl). */
 CLN_HIDDEN int cln_disk_reads_binaries(const cln_profile *p);
