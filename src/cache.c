@@ -28,6 +28,7 @@ typedef struct cln_prog {
        their first run; once it has completed, the binary, which then carries the
        compiled work-group function, goes to the disk cache (cln_capture). */
     const cln_profile *prof;
+    cln_kernel_id only; /* the one kernel it holds, or CLN_K_COUNT for all */
     size_t src_len;
     int capture;        /* 1: the binary is still to be stored */
     cl_event first_run; /* retained; NULL until the first run is enqueued */
@@ -152,7 +153,7 @@ static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_h
     if (err == CL_SUCCESS && bst == CL_SUCCESS)
         err = clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
     /* Not our program: every kernel, or (CLN_ONLY) at least the one asked for. */
-    if (err == CL_SUCCESS && nk < (strstr(e->options, "-DCLN_ONLY=1") ? 1u : (size_t)CLN_K_COUNT))
+    if (err == CL_SUCCESS && nk < (e->only != CLN_K_COUNT ? 1u : (size_t)CLN_K_COUNT))
         err = CL_INVALID_BINARY;
     free(bin);
     if (err != CL_SUCCESS || bst != CL_SUCCESS) {
@@ -210,7 +211,7 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
     if (bin) cln_disk_store(p, e->options, src_hash, len, bin, n);
     free(bin);
     /* A program of one kernel on PoCL is stored after its first run (cln_capture). */
-    e->capture = !cln_disk_wants_binaries(p) && strstr(e->options, "-DCLN_ONLY=1") != NULL;
+    e->capture = !cln_disk_wants_binaries(p) && e->only != CLN_K_COUNT;
     return CLNORM_SUCCESS;
 }
 
@@ -255,7 +256,11 @@ static int cln_capture(cln_prog *e)
                        NULL) != CL_SUCCESS || status != CL_COMPLETE)
         return 0;
     e->capture = 0; /* once, even if it fails */
+    /* The event has served: let it go now, so that it holds its queue no longer. */
+    cl_event ev = e->first_run;
+    e->first_run = NULL;
     pthread_mutex_unlock(&cln_cache_lock);
+    clReleaseEvent(ev);
     size_t n = 0;
     unsigned char *bin = cln_binary_of(e->program, &n);
     if (bin) cln_disk_store(e->prof, e->options, e->src_hash, e->src_len, bin, n);
@@ -325,6 +330,7 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     e->src_hash = src_hash;
     e->src_len = len;
     e->prof = p;
+    e->only = only;
     snprintf(e->options, sizeof e->options, "%s", options);
     e->next = cln_progs;
     cln_progs = e;

@@ -302,6 +302,11 @@ static void cln_profile_probe(cl_device_id dev, cln_profile *p)
         const char *opt = p->nv_cc_major >= 7 ? "-DCLN_NV_SYNC" : "";
         p->has_nv_shuffle = cln_try_compile(dev, cln_probe_nv, opt, NULL);
     }
+}
+
+/* The reduction path the probes' answers allow, fastest first. */
+static void cln_set_best_path(cln_profile *p)
+{
     p->best_path = p->has_nv_shuffle ? CLN_PATH_NV
                    : p->has_subgroups ? CLN_PATH_SUBGROUP : CLN_PATH_LOCAL;
 }
@@ -311,12 +316,18 @@ static void cln_profile_probe(cl_device_id dev, cln_profile *p)
    compiler: 1.7 s of a 1.8 s start whose programs all came from the disk. */
 static const char *const cln_std_opts[] = {"", "-cl-std=CL3.0", "-cl-std=CL2.0"};
 
+/* The probe file's name and key for p's device. */
+static void cln_probe_slot(const cln_profile *p, char name[96], char key[2048])
+{
+    cln_disk_name(p, "probe", NULL, name, 96);
+    cln_disk_key(p, "probe", "", 0, 0, key, 2048);
+}
+
 static int cln_probe_load(cln_profile *p)
 {
     char dir[4096], name[96], key[2048], path[4200];
     if (cln_disk_dir(dir, sizeof dir, 0) != CLN_DISK_OK) return 0;
-    cln_disk_name(p, "probe", NULL, name, sizeof name);
-    cln_disk_key(p, "probe", "", 0, 0, key, sizeof key);
+    cln_probe_slot(p, name, key);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     unsigned char *data = NULL;
     size_t len = 0;
@@ -333,8 +344,6 @@ static int cln_probe_load(cln_profile *p)
     p->has_subgroups = sg;
     p->subgroup_std = cln_std_opts[std];
     p->has_nv_shuffle = nv;
-    p->best_path = p->has_nv_shuffle ? CLN_PATH_NV
-                   : p->has_subgroups ? CLN_PATH_SUBGROUP : CLN_PATH_LOCAL;
     return 1;
 }
 
@@ -348,8 +357,7 @@ static void cln_probe_store(const cln_profile *p)
     int n = snprintf(text, sizeof text, "pref %u subgroups %d std %d nv %d",
                      (unsigned)p->pref_multiple, p->has_subgroups ? 1 : 0, std,
                      p->has_nv_shuffle ? 1 : 0);
-    cln_disk_name(p, "probe", NULL, name, sizeof name);
-    cln_disk_key(p, "probe", "", 0, 0, key, sizeof key);
+    cln_probe_slot(p, name, key);
     cln_disk_write(dir, name, key, text, (size_t)n);
 }
 
@@ -377,6 +385,7 @@ clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
         cln_profile_probe(dev, &e->prof);
         cln_probe_store(&e->prof);
     }
+    cln_set_best_path(&e->prof);
     e->dev = dev;
     e->next = cln_profiles;
     cln_profiles = e;

@@ -314,9 +314,9 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
            at most 256 KB of them, and a long row gets at most 4 work-items (PoCL,
            softmax 64x128256: 9.8 to 10.4 ms in groups of 8 rows, 8.0 to 8.4 with a
            row of 4 work-items per group, 9.3 to 10.9 with 8). */
-        const int long_rows = p->vec > 1 && cols * cln_dtype_size(dtype) > CLN_CPU_GROUP_BYTES;
-        while (p->vec > 1 && rpw > 1 && rpw * cols * cln_dtype_size(dtype) > CLN_CPU_GROUP_BYTES)
-            rpw /= 2;
+        const size_t row_bytes = cols * cln_dtype_size(dtype);
+        const int long_rows = p->vec > 1 && row_bytes > CLN_CPU_GROUP_BYTES;
+        while (p->vec > 1 && rpw > 1 && rpw * row_bytes > CLN_CPU_GROUP_BYTES) rpw /= 2;
         team = 8 / (rpw < 8 ? rpw : 8);
         if (long_rows && team > 4) team = 4;
         /* Where work-items are the SIMD lanes themselves (vector width 1: llvmpipe),
