@@ -39,3 +39,30 @@ pocl5_suite() {
     grep -E "tests passed|Failed|\*\*\*|Timeout|Passed" "$OUT/tests-pocl5.log" | tail -30
     stamp pocl5
 }
+
+# Times one shape under several settings: sweep ROWS COLS DTYPE OP-PATTERN, then one
+# line of environment settings per run on stdin (an empty line: the built-in plan).
+sweep() {
+    while read -r envs; do
+        printf '%-56s ' "${envs:-built-in}"
+        env $envs timeout 30 /tmp/gb/tools/clnorm run --device nvidia --repeats 5 \
+            --rows $1 --cols $2 --dtype $3 2>&1 | grep -E "^$4 " | cut -c20-200 | tr -s ' ' | head -1
+    done
+}
+
+# Process start to exit of the README example, cold and warm, three pairs, on $1:
+# clnorm's cache and PoCL's emptied for cold, PoCL's emptied for warm, NVIDIA's
+# compute cache off for both.
+startup() {
+    local off="MESA_SHADER_CACHE_DISABLE=true CUDA_CACHE_DISABLE=1"
+    for i in 1 2 3; do
+        rm -rf /tmp/su-c /tmp/su-p
+        for kind in cold warm; do
+            [ $kind = warm ] && rm -rf /tmp/su-p
+            local t0=$(date +%s.%N)
+            env CLNORM_DEVICE=$1 CLNORM_CACHE_DIR=/tmp/su-c POCL_CACHE_DIR=/tmp/su-p $off \
+                /tmp/gb/clnorm_example > /dev/null 2>&1 || echo "example failed on $1"
+            echo "startup $1 $kind $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0}") s"
+        done
+    done
+}
