@@ -52,10 +52,55 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 }
 #endif
 
+/* The register forms share their steps (macros, since OpenCL C has no templates):
+   K slots of register type RT, n of them filled; SLOT(i) is slot i as float (plain
+   form) or float2 (paired forms); W(i, f) keeps the weights f of slot i in place, or
+   does nothing where the registers stay packed (16-bit paired form), and OUT(i, WF)
+   gives slot i's weights for the write, from the registers or by exp again (WF). The
+   weights are taken under the work-item's own maximum in the online form and rescaled
+   once per work-item after the merge, so both algorithms take exp once per element
+   where the weights stay in registers. Every loop comes twice: where the row's maximum
+   is finite (nearly always, and uniform over the team) cln_w_fin spares each element
+   cln_w's special cases. */
+#define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
+#define CLN_SUM2(f, WF) ((f) = (float2)(WF((f).x, m), WF((f).y, m)), (f).x + (f).y)
+#define CLN_MAX1(f) (f)
+#define CLN_MAX2(f) fmax((f).x, (f).y)
+#define CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, WF)                                      \
+    _Pragma("unroll") for (uint i = 0; i < (K); i++) {                               \
+        if (i < n) {                                                                 \
+            FT f = SLOT(i);                                                          \
+            l += SUMF(f, WF);                                                        \
+            W(i, f);                                                                 \
+        }                                                                            \
+    }
+#define CLN_REG_SOFTMAX(K, FT, SLOT, MAXF, SUMF, W, OUT, KEPT, STORE)                    \
+    float m = -INFINITY, l = 0.0f;                                                   \
+    _Pragma("unroll") for (uint i = 0; i < (K); i++)                                 \
+        if (i < n) m = fmax(m, MAXF(SLOT(i)));                                       \
+    if (!online) m = cln_max(m, scratch, lid, lane, team);                           \
+    const float m_own = m;                                                           \
+    if (isfinite(m)) { CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, cln_w_fin) }              \
+    else { CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, cln_w) }                              \
+    if (online) cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team); \
+    else l = cln_sum(l, scratch, lid, lane, team);                                   \
+    /* Online: weights kept in place were taken under m_own. */                     \
+    const float sc = cln_inv_sum(l) * (online && (KEPT) ? cln_w(m_own, m) : 1.0f);  \
+    if (isfinite(m)) {                                                               \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
+            if (i < n) STORE(i, OUT(i, cln_w_fin) * sc);                             \
+    } else {                                                                         \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
+            if (i < n) STORE(i, OUT(i, cln_w) * sc);                                 \
+    }
+
 /* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
-   is the three-pass algorithm over the registers (max, then exp stored in place and
-   summed, then the scaled write: one exp per element); online == 1 keeps (m, l) per
-   work-item, merges the pairs online, then takes exp again for the write. */
+   is the three-pass algorithm over the registers, online == 1 keeps (m, l) per
+   work-item and merges the pairs online; both read the row once and take exp once. */
+#define CLN_SLOT_V(i) v[i]
+#define CLN_W_V(i, f) (v[i] = (f))
+#define CLN_OUT_V(i, WF) v[i]
+#define CLN_STORE_REG(i, o) CLN_STORE(yr, (ulong)(i) * team + lane, (o))
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_reg
 __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  __global cln_t *y, ulong yoff, ulong yld, ulong rows,
@@ -63,6 +108,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
+    __global cln_t *yr = y + yoff + row * yld;
     /* Slots at or past n hold nothing: skip their exp, which would otherwise be paid
        for every one of the CLN_REG_K slots whatever the row's length. */
     const uint n = cln_reg_count(active, cols, lane, team, CLN_REG_K);
@@ -70,117 +116,54 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #pragma unroll
     for (uint i = 0; i < CLN_REG_K; i++)
         v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : -INFINITY;
-    float m = -INFINITY, l = 0.0f;
-    if (online) {
-        /* The work-item's own (m, l) from its registers, maximum first: a running
-           rescale per element chains every exp on the one before (H200, 256x4096: 12.1
-           us against 8.0 for the three-pass form). The pairs then merge online. */
-#pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++) m = fmax(m, v[i]);
-#pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++)
-            if (i < n) l += cln_w(v[i], m);
-        cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
-#pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++)
-            if (i < n) v[i] = cln_w(v[i], m);
-    } else {
-#pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++) m = fmax(m, v[i]);
-        m = cln_max(m, scratch, lid, lane, team);
-#pragma unroll
-        for (uint i = 0; i < CLN_REG_K; i++) {
-            if (i < n) {
-                v[i] = cln_w(v[i], m);
-                l += v[i];
-            }
-        }
-        l = cln_sum(l, scratch, lid, lane, team);
-    }
-    float inv = cln_inv_sum(l);
-    __global cln_t *yr = y + yoff + row * yld;
-#pragma unroll
-    for (uint i = 0; i < CLN_REG_K; i++)
-        if (i < n) CLN_STORE(yr, (ulong)i * team + lane, v[i] * inv);
+    CLN_REG_SOFTMAX(CLN_REG_K, float, CLN_SLOT_V, CLN_MAX1, CLN_SUM1, CLN_W_V, CLN_OUT_V, 1,
+                    CLN_STORE_REG)
 }
 #endif
 
-/* The paired register form: word i * team + lane of the row (elements 2w and 2w + 1)
-   lives in v[i]; cols is even. In float32 the weights are stored in place as in
-   clnorm_softmax_reg; 16-bit words stay packed, so exp is taken again for the write
-   instead of doubling the registers a row needs. That second exp shows on rows under
-   2048 columns, where the plan keeps the plain form for 16-bit data. */
+/* The paired register forms: word i * team + lane of the row (elements 2w and 2w + 1)
+   lives in v[i]; cols is even. Two sizes, as for RMSNorm:
+   - _pair holds CLN_PAIR_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
+     that a register carries as many bytes of the row as in float32, and exp is taken
+     again for the write.
+   - _pair_half holds half as many words, as float2 in every dtype: the weights stay
+     in place, one exp per element. The plan takes it for 16-bit rows a team of up to
+     256 holds that way. */
 #if CLN_DTYPE == 0
-#define CLN_PAIR_W(i, f) (v[i] = (f))
-#define CLN_PAIR_OUT(i) v[i]
+#define CLN_W_PW(i, f) (v[i] = (f))
+#define CLN_KEPT_PW 1
+#define CLN_OUT_PW(i, WF) v[i]
 #else
-#define CLN_PAIR_W(i, f) ((void)0)
-#define CLN_PAIR_OUT(i) \
-    (float2)(cln_w(cln_unpack2(v[i]).x, m), cln_w(cln_unpack2(v[i]).y, m))
+#define CLN_W_PW(i, f) ((void)0)
+#define CLN_KEPT_PW 0
+#define CLN_OUT_PW(i, WF) (float2)(WF(cln_unpack2(v[i]).x, m), WF(cln_unpack2(v[i]).y, m))
 #endif
+#define CLN_SLOT_PW(i) cln_unpack2(v[i])
+#define CLN_UNPACKED(w) cln_unpack2(w)
+#define CLN_PACKED(w) (w)
+#define CLN_STORE_PAIR(i, o) (yr[(ulong)(i) * team + lane] = cln_pack2(o))
+#define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT)                 \
+    __kernel void clnorm_softmax_##SUFFIX(                                           \
+        __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *y, ulong yoff, \
+        ulong yld, ulong rows, ulong cols, uint online, uint team,                   \
+        __local float *scratch)                                                      \
+    {                                                                                \
+        CLN_ROW_SETUP();                                                             \
+        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
+        __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);             \
+        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
+        RT v[K];                                                                     \
+        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
+            v[i] = i < n ? LOADW(xr[(ulong)i * team + lane]) : (RT)0;                \
+        CLN_REG_SOFTMAX(K, float2, SLOT, CLN_MAX2, CLN_SUM2, W, OUT, KEPT, CLN_STORE_PAIR) \
+    }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
-__kernel void clnorm_softmax_pair(__global const cln_t *x, ulong xoff, ulong xld,
-                                  __global cln_t *y, ulong yoff, ulong yld, ulong rows,
-                                  ulong cols, uint online, uint team, __local float *scratch)
-{
-    CLN_ROW_SETUP();
-    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);
-    const uint n = cln_reg_count(active, cols / 2, lane, team, CLN_PAIR_SLOTS(CLN_REG_K));
-    cln_pw v[CLN_PAIR_SLOTS(CLN_REG_K)];
-#pragma unroll
-    for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
-        v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;
-    float m = -INFINITY, l = 0.0f;
-    if (online) {
-        /* As in clnorm_softmax_reg: the work-item's maximum first, then its sum. */
-#pragma unroll
-        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
-            if (i < n) {
-                float2 f = cln_unpack2(v[i]);
-                m = fmax(m, fmax(f.x, f.y));
-            }
-        }
-#pragma unroll
-        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
-            if (i < n) {
-                float2 f = cln_unpack2(v[i]);
-                l += cln_w(f.x, m) + cln_w(f.y, m);
-            }
-        }
-        cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
-    } else {
-#pragma unroll
-        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
-            if (i < n) {
-                float2 f = cln_unpack2(v[i]);
-                m = fmax(m, fmax(f.x, f.y));
-            }
-        }
-        m = cln_max(m, scratch, lid, lane, team);
-#pragma unroll
-        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++) {
-            if (i < n) {
-                float2 f = cln_unpack2(v[i]);
-                f = (float2)(cln_w(f.x, m), cln_w(f.y, m));
-                CLN_PAIR_W(i, f);
-                l += f.x + f.y;
-            }
-        }
-        l = cln_sum(l, scratch, lid, lane, team);
-    }
-#if CLN_DTYPE == 0
-    if (online) {
-#pragma unroll
-        for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
-            if (i < n) v[i] = (float2)(cln_w(v[i].x, m), cln_w(v[i].y, m));
-    }
+CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
+                   CLN_OUT_PW, CLN_KEPT_PW)
 #endif
-    float inv = cln_inv_sum(l);
-    __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);
-#pragma unroll
-    for (uint i = 0; i < CLN_PAIR_SLOTS(CLN_REG_K); i++)
-        if (i < n) yr[(ulong)i * team + lane] = cln_pack2(CLN_PAIR_OUT(i) * inv);
-}
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair_half
+CLN_SM_PAIR_KERNEL(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, float2, CLN_UNPACKED, CLN_SLOT_V, CLN_W_V,
+                   CLN_OUT_V, 1)
 #endif
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */

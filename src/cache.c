@@ -78,10 +78,13 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     }
     /* NVIDIA sizes registers for 256 work-items unless told; with 64 every kernel has
        its registers in a group of 1024, which long rows want (device.c). */
-    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s",
+    /* NVIDIA from compute capability 8 converts to bfloat16 in one instruction
+       (cl/dtype.cl); only bf16 programs use it. */
+    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
              p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
+             p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
              path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");

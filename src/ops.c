@@ -95,8 +95,9 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     case CLN_K_SMO:
     case CLN_K_SM_REG:
     case CLN_K_SM_PAIR:
+    case CLN_K_SM_PAIR_HALF:
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(rows); CLN_ARG(cols);
-        if (kid == CLN_K_SM_REG || kid == CLN_K_SM_PAIR) CLN_ARG(online);
+        if (kid != CLN_K_SM3 && kid != CLN_K_SMO) CLN_ARG(online);
         CLN_ARG(team);
         break;
     case CLN_K_STATS:

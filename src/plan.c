@@ -44,7 +44,7 @@ const char *cln_kernel_name(cln_kernel_id k)
         "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
         "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp",
         "clnorm_softmax_pair", "clnorm_rmsnorm_pair", "clnorm_add_rmsnorm_pair",
-        "clnorm_rmsnorm_pair_half", "clnorm_add_rmsnorm_pair_half"};
+        "clnorm_rmsnorm_pair_half", "clnorm_add_rmsnorm_pair_half", "clnorm_softmax_pair_half"};
     return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
@@ -151,7 +151,7 @@ static void cln_kernels(cln_plan *pl)
                  : pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
         break;
     case CLN_OP_SOFTMAX_3PASS:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_SM_PAIR
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR)
                  : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SM3;
         if (pl->variant == CLN_VAR_SPLIT) {
@@ -161,7 +161,7 @@ static void cln_kernels(cln_plan *pl)
         break;
     case CLN_OP_SOFTMAX_ONLINE:
     case CLN_OP_SOFTMAX_AUTO:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? CLN_K_SM_PAIR
+        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR)
                  : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
                  : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SMO;
         if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SM;
@@ -234,21 +234,22 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 
     /* The paired register form wants words of two elements at every row start; it is
        the register form wherever it can run (H200, 4096x4096 softmax: 2.84 TB/s plain,
-       3.26 paired in float32; bf16 RMSNorm 16384x8192: 1.45 and 2.84), but for 16-bit
-       softmax rows under 2048 columns, which take exp twice there and measured slower
-       (bf16 16384x1024: 1.32 TB/s plain, 1.04 paired). CLNORM_VARIANT=reg keeps the
-       plain form, =pair forces the paired one. */
-    int soft16 = dtype != CLNORM_F32 && op != CLN_OP_RMSNORM && op != CLN_OP_ADD_RMSNORM;
-    int pair = cols % 2 == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG &&
-               (!soft16 || cols >= 2048 || lim->force_variant == CLN_VAR_PAIR);
+       3.26 paired in float32; bf16 RMSNorm 16384x8192: 1.45 and 2.84). CLNORM_VARIANT=reg
+       keeps the plain form, =pair forces the paired one. */
+    const int rms = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM;
+    int soft16 = dtype != CLNORM_F32 && !rms;
+    int pair = cols % 2 == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
-    /* RMSNorm's paired kernels come in two sizes (cl/rmsnorm.cl): half the slots
-       where a team of up to 256 then holds the row, all of them for longer rows
-       (H200: float32 4096x4096 3.17 TB/s half, 2.97 full; 65536x1024 bf16 2.67 half,
-       2.23 full; 16384x8192 float32 1.94 half, in groups of 512, and 3.97 full). */
-    int pair_half = pair && (op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM) &&
+    /* The paired kernels come in two sizes (cl/): half the slots where a team of up
+       to 256 then holds the row, all of them for longer rows. RMSNorm, H200: float32
+       4096x4096 3.17 TB/s half, 2.97 full; 65536x1024 bf16 2.67 half, 2.23 full;
+       16384x8192 float32 1.94 half, in groups of 512, and 3.97 full. 16-bit softmax
+       holds the half form's words unpacked, so that its weights stay in place and
+       exp is taken once per element instead of twice (float32 softmax always keeps
+       them in place). */
+    int pair_half = pair && (rms || soft16) &&
                     cln_pow2_ceil(cln_div_up(cols, reg_k / 2)) <= 256;
     /* A forced team that holds the row only in all the slots gets the full kernels. */
     if (pair_half && lim->force_team && lim->force_team * (reg_k / 2) < cols) pair_half = 0;

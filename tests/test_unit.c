@@ -218,8 +218,9 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
     } else if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) {
         size_t k = cln_plan_reg_elems(pl, dt);
-        /* The half-slot RMSNorm kernels are exactly the pair_half plans. */
-        ok &= CHECK((pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF) ==
+        /* The half-slot kernels are exactly the pair_half plans. */
+        ok &= CHECK((pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF ||
+                     pl->k1 == CLN_K_SM_PAIR_HALF) ==
                         (pl->pair_half != 0), "%s: kernel %s with pair_half %d", label,
                     cln_kernel_name(pl->k1), pl->pair_half);
         ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
@@ -380,26 +381,34 @@ void test_plan(void)
         }
 
         /* Rows in registers go paired where their length and every row start are even
-           (16-bit: twice the elements per work-item, so half the team); odd ones, or
-           CLNORM_VARIANT=reg, keep the plain register form. */
+           (16-bit: twice the elements per work-item, so half the team, except where
+           16-bit softmax takes the half form, whose words are unpacked so that exp is
+           taken once); odd ones, or CLNORM_VARIANT=reg, keep the plain register form. */
         if (p->nv) {
-            struct { clnorm_dtype dt; size_t cols; int no_pairs, force; cln_variant want; size_t team; }
-            pc[] = {
-                {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 64},
-                {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 64},
-                {CLNORM_BF16, 1024, 0, 0, CLN_VAR_REG, 32},  /* short 16-bit softmax rows */
-                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 16},
+            struct {
+                clnorm_dtype dt;
+                size_t cols;
+                int no_pairs, force;
+                cln_variant want;
+                size_t team;
+                int half;
+            } pc[] = {
+                {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 128, 1},
+                {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 128, 1},
+                {CLNORM_BF16, 16384, 0, 0, CLN_VAR_PAIR, 256, 0}, /* past the half form */
+                {CLNORM_BF16, 1024, 0, 0, CLN_VAR_PAIR, 32, 1},
+                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 32, 1},
                 /* Short rows fill every slot too, in teams narrower than a warp. */
-                {CLNORM_F32, 128, 0, 0, CLN_VAR_PAIR, 4},
-                {CLNORM_F32, 512, 0, 0, CLN_VAR_PAIR, 16},
-                {CLNORM_F32, 127, 0, 0, CLN_VAR_REG, 4},
-                {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256},
-                {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128},
-                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128},
-                {CLNORM_F32, 4096, 1, 0, CLN_VAR_REG, 128},
-                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 128},
-                {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256},
-                {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128}, /* forced plain: honoured */
+                {CLNORM_F32, 128, 0, 0, CLN_VAR_PAIR, 4, 0},
+                {CLNORM_F32, 512, 0, 0, CLN_VAR_PAIR, 16, 0},
+                {CLNORM_F32, 127, 0, 0, CLN_VAR_REG, 4, 0},
+                {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256, 0},
+                {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128, 0},
+                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128, 0},
+                {CLNORM_F32, 4096, 1, 0, CLN_VAR_REG, 128, 0},
+                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 128, 0},
+                {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256, 0},
+                {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128, 0}, /* forced plain: honoured */
             };
             for (size_t c = 0; c < COUNT_OF(pc); c++) {
                 cln_limits f = no_limits();
@@ -407,14 +416,16 @@ void test_plan(void)
                 if (pc[c].force) f.force_variant = pc[c].force == 1 ? CLN_VAR_PAIR : CLN_VAR_REG;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096,
                            pc[c].cols);
+                cln_kernel_id want_k = pc[c].want != CLN_VAR_PAIR ? CLN_K_SM_REG
+                                       : pc[c].half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR;
                 if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, why),
                              CLNORM_SUCCESS) &&
                     plan_ok(p, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, label))
-                    CHECK(pl.variant == pc[c].want && pl.team == pc[c].team &&
-                          pl.k1 == (pc[c].want == CLN_VAR_PAIR ? CLN_K_SM_PAIR : CLN_K_SM_REG),
-                          "%s, no_pairs %d: %s team %zu, expected %s team %zu", label,
-                          pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
-                          cln_variant_name(pc[c].want), pc[c].team);
+                    CHECK(pl.variant == pc[c].want && pl.team == pc[c].team && pl.k1 == want_k,
+                          "%s, no_pairs %d: %s team %zu kernel %s, expected %s team %zu kernel %s",
+                          label, pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
+                          cln_kernel_name(pl.k1), cln_variant_name(pc[c].want), pc[c].team,
+                          cln_kernel_name(want_k));
             }
         }
 

@@ -49,7 +49,11 @@ static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_row
 
 void test_variants(void)
 {
-    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REG, CLN_VAR_PAIR, CLN_VAR_SPLIT};
+    /* The last form is the paired one again with a team that holds the row only in all
+       its slots: the full paired kernels, where the first pass takes the half ones
+       for 16-bit softmax and for RMSNorm. */
+    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REG, CLN_VAR_PAIR, CLN_VAR_SPLIT,
+                                        CLN_VAR_PAIR};
     /* Up to 1024 columns: one work-group size (64), since PoCL compiles every
        kernel anew for each size it meets. */
     static const size_t cols_list[] = {2, 34, 1000, 1001};
@@ -57,7 +61,7 @@ void test_variants(void)
     const cln_profile *prof;
     if (!CHECK_ST(cln_profile_get(T.dev, &prof), CLNORM_SUCCESS)) return;
     size_t dmax = t_device_max_wg(T.dev);
-    size_t calls = 0, planned[CLN_VAR_COUNT] = {0};
+    size_t calls = 0, planned[CLN_VAR_COUNT] = {0}, half16 = 0, full16 = 0;
     for (size_t f = 0; f < COUNT_OF(forms); f++)
         for (size_t c = 0; c < COUNT_OF(cols_list); c++)
             for (size_t d = 0; d < COUNT_OF(dts); d++)
@@ -66,6 +70,9 @@ void test_variants(void)
                     /* 16 elements per work-item fit every register form; groups of
                        at least 64 hold several short rows. */
                     size_t team = pow2_ceil((cols + 15) / 16), wg = team < 64 ? 64 : team;
+                    const int full = f == COUNT_OF(forms) - 1;
+                    if (full && (dts[d] == CLNORM_F32 || cols % 2 || cols < 1000)) continue;
+                    if (full) team = pow2_ceil((cols + 63) / 64);
                     if (wg > dmax) continue;
                     t_env_restore();
                     t_setenv("CLNORM_VARIANT", cln_variant_name(forms[f]));
@@ -80,7 +87,7 @@ void test_variants(void)
                     make_problem(&R, &a, (top)op, rows, cols, &x, &g);
                     a.dt = dts[d];
                     /* Packed (half the calls); x at an odd offset; y with an odd ld. */
-                    int layout = (int)((c + d + (size_t)op) % 4) % 3;
+                    int layout = full ? 0 : (int)((c + d + (size_t)op) % 4) % 3;
                     if (layout == 1) a.xoff = 1;
                     if (layout == 2) a.yld = cols + 1, a.yoff = 2;
                     int odd_rows = layout != 0;
@@ -100,6 +107,10 @@ void test_variants(void)
                               label, cln_variant_name(forms[f]), cln_variant_name(pl.variant),
                               cln_variant_name(want));
                         planned[pl.variant]++;
+                        if (a.dt != CLNORM_F32) {
+                            half16 += pl.k1 == CLN_K_SM_PAIR_HALF;
+                            full16 += pl.k1 == CLN_K_SM_PAIR;
+                        }
                     }
                     check_op(&a, CLNORM_SUCCESS);
                     calls++;
@@ -112,6 +123,8 @@ void test_variants(void)
          planned[CLN_VAR_SPLIT]);
     CHECK(planned[CLN_VAR_PAIR] > 0 && planned[CLN_VAR_REG] > 0 && planned[CLN_VAR_SPLIT] > 0,
           "some kernel form never ran");
+    CHECK(half16 > 0 && full16 > 0, "16-bit softmax ran the half paired kernel %zu times and "
+          "the full one %zu times", half16, full16);
 
     /* CLNORM_TRACE=1 prints the plan that ran, one line per operation, on stderr. */
     FILE *tmp = tmpfile();
