@@ -53,19 +53,32 @@ inline ushort cln_to_bf16(float f)
 #error "unknown CLN_DTYPE"
 #endif
 
-/* Words of two neighbouring elements, for the paired register forms (the plan uses
-   them only where every row starts at an even element, so a word is aligned): a
-   float2 in float32, one 8-byte load; in 16-bit storage a uint that stays packed in
-   its register, so that a register carries as many bytes of the row as in float32.
-   CLN_PAIR_SLOTS(k): words a work-item holds where the float32 form holds k values. */
+/* Words of CLN_WORD (2 or 4) neighbouring elements, for the paired register forms
+   (the plan uses them only where the row length and every row start are multiples
+   of CLN_WORD, so a word is aligned). In float32 a word is a float2 or float4, one
+   8- or 16-byte load; in 16-bit storage a uint or uint2 that stays packed in its
+   registers, so that a register carries as many bytes of the row as in float32.
+   cln_pf is a word unpacked to float; CLN_PAIR_SLOTS(k): words a work-item holds
+   where the float32 plain form holds k values. */
+#ifndef CLN_WORD
+#define CLN_WORD 2
+#endif
+#if CLN_WORD != 2 && CLN_WORD != 4
+#error "CLN_WORD must be 2 or 4"
+#endif
 #if CLN_DTYPE == 0
-typedef float2 cln_pw;
-#define CLN_PAIR_SLOTS(k) ((k) / 2)
 inline float2 cln_unpack2(float2 w) { return w; }
 inline float2 cln_pack2(float2 v) { return v; }
+#define CLN_PAIR_SLOTS(k) ((k) / CLN_WORD)
+#if CLN_WORD == 4
+typedef float4 cln_pw;
 #else
-typedef uint cln_pw;
-#define CLN_PAIR_SLOTS(k) (k)
+typedef float2 cln_pw;
+#endif
+#define cln_unpackw(w) (w)
+#define cln_packw(v) (v)
+#else
+#define CLN_PAIR_SLOTS(k) (2 * (k) / CLN_WORD)
 #if CLN_DTYPE == 1
 inline float2 cln_unpack2(uint w) { return vload_half2(0, (__private const half *)&w); }
 inline uint cln_pack2(float2 v)
@@ -87,7 +100,32 @@ inline float2 cln_unpack2(uint w) { return (float2)(as_float(w & 0xffff0000u), a
 inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cln_to_bf16(v.y); }
 #endif
 #endif
+#if CLN_WORD == 4
+typedef uint2 cln_pw;
+inline float4 cln_unpackw(uint2 w) { return (float4)(cln_unpack2(w.x), cln_unpack2(w.y)); }
+inline uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
+#else
+typedef uint cln_pw;
+#define cln_unpackw cln_unpack2
+#define cln_packw cln_pack2
 #endif
+#endif
+/* A word as floats, and what the kernels do with one. */
+#if CLN_WORD == 4
+typedef float4 cln_pf;
+#define CLN_PF_W(f, WF, m) (float4)(WF((f).x, m), WF((f).y, m), WF((f).z, m), WF((f).w, m))
+#define CLN_PF_SUM(f) (((f).x + (f).y) + ((f).z + (f).w))
+#define CLN_PF_MAX(f) fmax(fmax((f).x, (f).y), fmax((f).z, (f).w))
+#define CLN_PF_SQ(a, t) \
+    fma((t).w, (t).w, fma((t).z, (t).z, fma((t).y, (t).y, fma((t).x, (t).x, (a)))))
+#else
+typedef float2 cln_pf;
+#define CLN_PF_W(f, WF, m) (float2)(WF((f).x, m), WF((f).y, m))
+#define CLN_PF_SUM(f) ((f).x + (f).y)
+#define CLN_PF_MAX(f) fmax((f).x, (f).y)
+#define CLN_PF_SQ(a, t) fma((t).y, (t).y, fma((t).x, (t).x, (a)))
+#endif
+#define CLN_PF_AMAX(t) CLN_PF_MAX(fabs(t))
 
 /* Vector access for the streaming loops: CLN_VEC elements per chunk (1 disables).
    CPUs vectorise a work-item's own loop only through explicit vector types, since

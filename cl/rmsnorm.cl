@@ -204,15 +204,15 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
         if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
         CLN_STORE(yr, c, o);                                                         \
     }
-#define CLN_SLOT2(i) cln_unpack2(v[i])
-#define CLN_SQ2(a, t) fma((t).y, (t).y, fma((t).x, (t).x, (a)))
-#define CLN_AMAX2(t) fmax(fabs((t).x), fabs((t).y))
+#define CLN_SLOT2(i) cln_unpackw(v[i])
+#define CLN_SQ2(a, t) CLN_PF_SQ(a, t)
+#define CLN_AMAX2(t) CLN_PF_AMAX(t)
 #define CLN_PUT2(i)                                                                  \
     {                                                                                \
         ulong c = (ulong)i * team + lane;                                            \
-        float2 o = (cln_unpack2(v[i]) * sc) * rs;                                    \
-        if (has_gamma) o *= cln_unpack2(((__global const cln_pw *)gamma)[c]);        \
-        ((__global cln_pw *)yr)[c] = cln_pack2(o);                                   \
+        cln_pf o = (cln_unpackw(v[i]) * sc) * rs;                                    \
+        if (has_gamma) o *= cln_unpackw(((__global const cln_pw *)gamma)[c]);        \
+        ((__global cln_pw *)yr)[c] = cln_packw(o);                                   \
     }
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_reg
@@ -276,7 +276,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
     if (lid == 0) *CLN_FLAG = 0;                                                     \
     __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);     \
     __global cln_t *yr = y + yoff + row * yld;                                       \
-    const uint n = cln_reg_count(active, cols / 2, lane, team, (K));                 \
+    const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));          \
     cln_pw v[K]
 #define CLN_RMS_PAIR_KERNELS(SUFFIX, K)                                              \
     __kernel void clnorm_rmsnorm_##SUFFIX(                                           \
@@ -301,7 +301,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
             ulong c = (ulong)i * team + lane;                                        \
             v[i] = (cln_pw)0;                                                        \
             if (i < n) {                                                             \
-                v[i] = cln_pack2(cln_unpack2(xr[c]) + cln_unpack2(rr[c]));           \
+                v[i] = cln_packw(cln_unpackw(xr[c]) + cln_unpackw(rr[c]));           \
                 if (update) rr[c] = v[i];                                            \
             }                                                                        \
         }                                                                            \

@@ -63,9 +63,9 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
    is finite (nearly always, and uniform over the team) cln_w_fin spares each element
    cln_w's special cases. */
 #define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
-#define CLN_SUM2(f, WF) ((f) = (float2)(WF((f).x, m), WF((f).y, m)), (f).x + (f).y)
+#define CLN_SUMW(f, WF) ((f) = CLN_PF_W((f), WF, m), CLN_PF_SUM(f))
 #define CLN_MAX1(f) (f)
-#define CLN_MAX2(f) fmax((f).x, (f).y)
+#define CLN_MAXW(f) CLN_PF_MAX(f)
 #define CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, WF)                                      \
     _Pragma("unroll") for (uint i = 0; i < (K); i++) {                               \
         if (i < n) {                                                                 \
@@ -136,12 +136,12 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #else
 #define CLN_W_PW(i, f) ((void)0)
 #define CLN_KEPT_PW 0
-#define CLN_OUT_PW(i, WF) (float2)(WF(cln_unpack2(v[i]).x, m), WF(cln_unpack2(v[i]).y, m))
+#define CLN_OUT_PW(i, WF) CLN_PF_W(cln_unpackw(v[i]), WF, m)
 #endif
-#define CLN_SLOT_PW(i) cln_unpack2(v[i])
-#define CLN_UNPACKED(w) cln_unpack2(w)
+#define CLN_SLOT_PW(i) cln_unpackw(v[i])
+#define CLN_UNPACKED(w) cln_unpackw(w)
 #define CLN_PACKED(w) (w)
-#define CLN_STORE_PAIR(i, o) (yr[(ulong)(i) * team + lane] = cln_pack2(o))
+#define CLN_STORE_PAIR(i, o) (yr[(ulong)(i) * team + lane] = cln_packw(o))
 #define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT)                 \
     __kernel void clnorm_softmax_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *y, ulong yoff, \
@@ -151,18 +151,18 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         CLN_ROW_SETUP();                                                             \
         __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
         __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);             \
-        const uint n = cln_reg_count(active, cols / 2, lane, team, (K));             \
+        const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));      \
         RT v[K];                                                                     \
         _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
             v[i] = i < n ? LOADW(xr[(ulong)i * team + lane]) : (RT)0;                \
-        CLN_REG_SOFTMAX(K, float2, SLOT, CLN_MAX2, CLN_SUM2, W, OUT, KEPT, CLN_STORE_PAIR) \
+        CLN_REG_SOFTMAX(K, cln_pf, SLOT, CLN_MAXW, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
 CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
                    CLN_OUT_PW, CLN_KEPT_PW)
 #endif
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair_half
-CLN_SM_PAIR_KERNEL(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, float2, CLN_UNPACKED, CLN_SLOT_V, CLN_W_V,
+CLN_SM_PAIR_KERNEL(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V, CLN_W_V,
                    CLN_OUT_V, 1)
 #endif
 

@@ -67,11 +67,15 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     static _Thread_local struct {
         const cln_profile *p;
         int dtype, path, ok;
+        size_t word;
         char extra[256], out[512];
     } memo;
     const char *extra = cln_getenv("CLNORM_BUILD_OPTIONS");
     if (!extra) extra = "";
+    /* An invalid CLNORM_PAIR_WORD fails every call before any build (plan.c). */
+    const size_t word = cln_pair_word(p, dtype, cln_pair_word_env());
     if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
+        memo.word == word &&
         !strcmp(memo.extra, extra) && strlen(memo.out) < len) {
         memcpy(buf, memo.out, strlen(memo.out) + 1);
         return;
@@ -80,8 +84,9 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        its registers in a group of 1024, which long rows want (device.c). */
     /* NVIDIA from compute capability 8 converts to bfloat16 in one instruction
        (cl/dtype.cl); only bf16 programs use it. */
-    snprintf(buf, len, "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d%s%s%s%s%s%s",
-             (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
+    snprintf(buf, len,
+             "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu%s%s%s%s%s%s",
+             (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0, word,
              p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
@@ -96,6 +101,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
         memo.p = p;
         memo.dtype = (int)dtype;
         memo.path = (int)path;
+        memo.word = word;
         strcpy(memo.extra, extra);
         strcpy(memo.out, buf);
     }

@@ -131,14 +131,14 @@ fail:
     return st;
 }
 
-/* 1 when some view's rows do not all start at an even element, which the paired
-   register kernels need (they move words of two elements). Views a kernel does not
-   use are zero. */
-static int cln_rows_odd(const cln_args *a)
+/* 1 when some view's rows do not all start at a multiple of word elements, which the
+   paired register kernels need (they move words of that many elements). Views a
+   kernel does not use are zero. */
+static int cln_rows_misaligned(const cln_args *a, size_t word)
 {
     size_t bits = a->x.offset | a->y.offset | a->res.offset;
     if (a->rows > 1) bits |= a->x.ld | a->y.ld | a->res.ld;
-    return (int)(bits & 1);
+    return (bits & (word - 1)) != 0;
 }
 
 /* The plan of the calling thread's last enqueued operation, for the tools and for
@@ -186,7 +186,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
     *profp = prof;
-    lim.no_pairs = cln_rows_odd(a);
+    lim.no_pairs = cln_rows_misaligned(a, cln_pair_word(prof, dtype, lim.pair_word));
     /* The device's tuning table, if any, forces its measured shape (not over the
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);

@@ -91,6 +91,23 @@ static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
     return 1;
 }
 
+size_t cln_pair_word_env(void)
+{
+    const char *s = cln_getenv("CLNORM_PAIR_WORD");
+    if (!s || !*s) return 0;
+    if (!strcmp(s, "2")) return 2;
+    if (!strcmp(s, "4")) return 4;
+    return (size_t)-1;
+}
+
+size_t cln_pair_word(const cln_profile *p, clnorm_dtype dtype, size_t forced)
+{
+    (void)p;
+    (void)dtype;
+    if (forced == 2 || forced == 4) return forced;
+    return 2;
+}
+
 clnorm_status cln_limits_from_env(cln_limits *l)
 {
     clnorm_status st = CLNORM_SUCCESS;
@@ -113,6 +130,10 @@ clnorm_status cln_limits_from_env(cln_limits *l)
                             "environment variable CLNORM_REDUCTION=\"%s\" is not auto, "
                             "subgroup or local", r);
     }
+    l->pair_word = cln_pair_word_env();
+    if (l->pair_word == (size_t)-1)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PAIR_WORD=\"%s\" "
+                        "is not 2 or 4", cln_getenv("CLNORM_PAIR_WORD"));
     const char *var = cln_getenv("CLNORM_VARIANT");
     if (var && *var && strcmp(var, "auto") != 0) {
         if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
@@ -238,7 +259,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        keeps the plain form, =pair forces the paired one. */
     const int rms = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM;
     int soft16 = dtype != CLNORM_F32 && !rms;
-    int pair = cols % 2 == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
+    const size_t word = cln_pair_word(p, dtype, lim->pair_word);
+    int pair = cols % word == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);

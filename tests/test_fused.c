@@ -121,7 +121,7 @@ static int rne_ok(clnorm_dtype dt, uint32_t got, double want, uint32_t *exp_bits
 
 /* ---- the environment of a forced plan ------------------------------------------------ */
 static const char *env_names[] = {"CLNORM_VARIANT", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
-                                  "CLNORM_SPLIT"};
+                                  "CLNORM_SPLIT", "CLNORM_PAIR_WORD"};
 
 static const char *plan_now(void)
 {
@@ -179,12 +179,15 @@ static void plan_reg(size_t cols)
 }
 
 /* The paired register variant likewise (16 elements per work-item covers every op
-   and dtype); views with odd row starts or odd cols run the plain register form. */
+   and dtype), in words of 2 or 4 elements; views whose row starts or cols are not
+   multiples of the word run the plain register form. */
 static void plan_pair(size_t cols)
 {
+    static const char *words[] = {"2", "4"};
     size_t team = pow2_ceil((cols + 15) / 16);
     if (team > 64) plan_set("pair", 0, 0, 0);
     else plan_set("pair", 64, team, 0);
+    t_setenv("CLNORM_PAIR_WORD", PICK(&R, words));
 }
 
 /* The streaming variant with 1, 8 or 64 work-items per row in groups of 64. */

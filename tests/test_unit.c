@@ -427,6 +427,20 @@ void test_plan(void)
                           cln_kernel_name(pl.k1), cln_variant_name(pc[c].want), pc[c].team,
                           cln_kernel_name(want_k));
             }
+            /* Words of 4 elements want cols a multiple of 4 too. */
+            static const struct { clnorm_dtype dt; size_t cols; cln_variant want; } wc[] = {
+                {CLNORM_BF16, 1024, CLN_VAR_PAIR}, {CLNORM_BF16, 1026, CLN_VAR_REG},
+                {CLNORM_F32, 4096, CLN_VAR_PAIR}, {CLNORM_F32, 4098, CLN_VAR_REG}};
+            for (size_t c = 0; c < COUNT_OF(wc); c++) {
+                cln_limits f = no_limits();
+                f.pair_word = 4;
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, wc[c].dt, 4096,
+                           wc[c].cols);
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, wc[c].dt, 4096, wc[c].cols, &pl,
+                                  why), CLNORM_SUCCESS))
+                    CHECK(pl.variant == wc[c].want, "%s, words of 4: %s, expected %s", label,
+                          cln_variant_name(pl.variant), cln_variant_name(wc[c].want));
+            }
         }
 
         /* CPUs whose work-items are the SIMD lanes give rows of 1024 columns or more 8

@@ -126,6 +126,48 @@ void test_variants(void)
     CHECK(half16 > 0 && full16 > 0, "16-bit softmax ran the half paired kernel %zu times and "
           "the full one %zu times", half16, full16);
 
+    /* Words of 4 elements (CLNORM_PAIR_WORD=4): the paired kernels where cols and
+       every row start are multiples of 4, the plain register ones where not. */
+    static const size_t cols4[] = {4, 1000, 1002};
+    size_t paired4 = 0;
+    for (size_t c = 0; c < COUNT_OF(cols4); c++)
+        for (size_t d = 0; d < COUNT_OF(dts); d++)
+            for (int op = 0; op < OP_COUNT; op++)
+                for (int shifted = 0; shifted < 2; shifted++) {
+                    size_t cols = cols4[c], rows = 5;
+                    size_t team = pow2_ceil((cols + 15) / 16), wg = team < 64 ? 64 : team;
+                    if (wg > dmax || op == OP_STATS) continue;
+                    t_env_restore();
+                    t_setenv("CLNORM_PAIR_WORD", "4");
+                    t_setenv("CLNORM_VARIANT", "pair");
+                    set_num("CLNORM_WORK_GROUP", wg);
+                    set_num("CLNORM_ROW_THREADS", team);
+                    op_args a;
+                    float *x, *g;
+                    make_problem(&R, &a, (top)op, rows, cols, &x, &g);
+                    a.dt = dts[d];
+                    if (shifted) a.xoff = 2; /* even, not a multiple of 4 */
+                    cln_limits lim;
+                    cln_plan pl;
+                    char why[256], label[400];
+                    op_label(&a, label, sizeof label);
+                    CHECK_ST(cln_limits_from_env(&lim), CLNORM_SUCCESS);
+                    lim.no_pairs = shifted;
+                    cln_variant want = cols % 4 || shifted ? CLN_VAR_REG : CLN_VAR_PAIR;
+                    if (CHECK_ST(cln_plan_make(prof, &lim, plan_op((top)op), a.dt, rows, cols, &pl,
+                                               why, sizeof why), CLNORM_SUCCESS))
+                        CHECK(pl.variant == want, "%s, CLNORM_PAIR_WORD=4: the plan is %s, "
+                              "expected %s", label, cln_variant_name(pl.variant),
+                              cln_variant_name(want));
+                    paired4 += pl.variant == CLN_VAR_PAIR;
+                    check_op(&a, CLNORM_SUCCESS);
+                    calls++;
+                    free(x);
+                    free(g);
+                }
+    t_env_restore();
+    CHECK(paired4 > 0, "no paired kernel ran in words of 4");
+
     /* CLNORM_TRACE=1 prints the plan that ran, one line per operation, on stderr. */
     FILE *tmp = tmpfile();
     int saved = dup(2);
