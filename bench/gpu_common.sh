@@ -21,13 +21,14 @@ nv_suite() {
 }
 
 # tools/compare.py (clnorm against PyTorch CUDA, f32 and bf16, batches of 10) within
-# $1 seconds, to $OUT/compare-h200.*; prints the table.
+# $1 seconds, to $OUT/${2:-compare-h200}.*; prints the table.
 torch_compare() {
+    local name=${2:-compare-h200}
     PYTHONUNBUFFERED=1 timeout "$1" python3 tools/compare.py --clnorm /tmp/gb/tools/clnorm \
-        --device nvidia --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/compare-h200" \
-        > "$OUT/compare-h200.log" 2>&1
-    tail -n 34 "$OUT/compare-h200.log"
-    stamp compared
+        --device nvidia --torch-device cuda --dtype f32,bf16 --batch 10 --out "$OUT/$name" \
+        > "$OUT/$name.log" 2>&1
+    tail -n 34 "$OUT/$name.log"
+    stamp "compared ($name)"
 }
 
 # The suite on PoCL 5 (the machine's CPU) until $1 seconds after the start, to
