@@ -275,9 +275,13 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        16384x8192 float32 1.94 half, in groups of 512, and 3.97 full. 16-bit softmax
        holds the half form's words unpacked, so that its weights stay in place and
        exp is taken once per element instead of twice (float32 softmax always keeps
-       them in place). A forced team that holds the row in half the slots gets the
-       half kernels in every op. */
-    int pair_half = pair && (rms || soft16 || lim->force_team) &&
+       them in place). float32 softmax takes the half form where the full one would
+       need a team of a warp or more: twice the work-groups in flight (H200, words
+       of 4: 4096x4096 3.66 TB/s half, 3.53 full; 16384x1024 3.67 and 3.57), while
+       shorter rows ran fastest in narrow teams (above). A forced team that holds the
+       row in half the slots gets the half kernels in every op. */
+    int soft32_wide = !rms && dtype == CLNORM_F32 && cln_pow2_ceil(cln_div_up(cols, reg_k)) >= 32;
+    int pair_half = pair && (rms || soft16 || soft32_wide || lim->force_team) &&
                     cln_pow2_ceil(cln_div_up(cols, reg_k / 2)) <= 256;
     /* A forced team that holds the row only in all the slots gets the full kernels. */
     if (pair_half && lim->force_team && lim->force_team * (reg_k / 2) < cols) pair_half = 0;

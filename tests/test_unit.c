@@ -404,9 +404,12 @@ void test_plan(void)
                 {CLNORM_F32, 127, 0, 0, CLN_VAR_REG, 4, 0},
                 {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256, 0},
                 {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128, 0},
-                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 128, 0},
+                /* float32 rows of a warp or more: the half form, twice the groups. */
+                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 256, 1},
+                {CLNORM_F32, 1024, 0, 0, CLN_VAR_PAIR, 64, 1},
+                {CLNORM_F32, 8192, 0, 0, CLN_VAR_PAIR, 256, 0},
                 {CLNORM_F32, 4096, 1, 0, CLN_VAR_REG, 128, 0},
-                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 128, 0},
+                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 256, 1},
                 {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256, 0},
                 {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128, 0}, /* forced plain: honoured */
             };

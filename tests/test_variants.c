@@ -39,10 +39,11 @@ static cln_op plan_op(top op)
     }
 }
 
-/* The variant the library should run for a forced one. */
-static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows)
+/* The variant the library should run for a forced one, with paired words of word
+   elements. */
+static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows, size_t word)
 {
-    if (forced == CLN_VAR_PAIR && (cols % 2 || odd_rows)) forced = CLN_VAR_REG;
+    if (forced == CLN_VAR_PAIR && (cols % word || odd_rows)) forced = CLN_VAR_REG;
     if ((forced == CLN_VAR_REG || forced == CLN_VAR_PAIR) && op == OP_STATS) return CLN_VAR_STREAM;
     return forced;
 }
@@ -100,7 +101,8 @@ void test_variants(void)
                     lim.no_pairs = odd_rows;
                     if (CHECK_ST(cln_plan_make(prof, &lim, plan_op((top)op), a.dt, rows, cols, &pl,
                                                why, sizeof why), CLNORM_SUCCESS)) {
-                        cln_variant want = expected(forms[f], (top)op, cols, odd_rows);
+                        cln_variant want = expected(forms[f], (top)op, cols, odd_rows,
+                                                    cln_pair_word(prof, a.dt, lim.pair_word));
                         /* A split stays a split only for the ops that have one. */
                         if (forms[f] == CLN_VAR_SPLIT && pl.variant == CLN_VAR_STREAM) want = pl.variant;
                         CHECK(pl.variant == want, "%s, CLNORM_VARIANT=%s: the plan is %s, expected %s",
