@@ -602,3 +602,40 @@ void test_plan(void)
     NOTE("%zu plans checked", plans);
     check_env_limits();
 }
+
+/* ---- build options ----------------------------------------------------------------------- */
+/* The options a program is built with carry the paired word the plan assumes (4 on
+   GPUs, 2 on CPUs, CLNORM_PAIR_WORD over both) and the bfloat16 conversion through
+   PTX only where NVIDIA's compute capability has it (8 and up) and only for bf16. */
+void test_build_options(void)
+{
+    named_profile gpu = make_profile("NVIDIA H200", CL_DEVICE_TYPE_GPU, 132, 1024, 49152, 32, 0, 1);
+    named_profile old = make_profile("NVIDIA V100", CL_DEVICE_TYPE_GPU, 80, 1024, 49152, 32, 0, 1);
+    named_profile cpu = make_profile("PoCL CPU", CL_DEVICE_TYPE_CPU, 2, 4096, 262144, 8, 0, 0);
+    old.p.nv_cc_major = 7;
+    cpu.p.vec = 8;
+    const struct {
+        const named_profile *np;
+        clnorm_dtype dt;
+        const char *pair_word; /* CLNORM_PAIR_WORD, or NULL */
+        const char *word;      /* the -DCLN_WORD expected */
+        int cvt;               /* -DCLN_NV_CVT expected */
+    } cases[] = {
+        {&gpu, CLNORM_BF16, NULL, "-DCLN_WORD=4", 1}, {&gpu, CLNORM_F32, NULL, "-DCLN_WORD=4", 0},
+        {&gpu, CLNORM_F16, NULL, "-DCLN_WORD=4", 0},  {&old, CLNORM_BF16, NULL, "-DCLN_WORD=4", 0},
+        {&cpu, CLNORM_BF16, NULL, "-DCLN_WORD=2", 0}, {&gpu, CLNORM_BF16, "2", "-DCLN_WORD=2", 1},
+        {&cpu, CLNORM_F32, "4", "-DCLN_WORD=4", 0},
+    };
+    for (size_t i = 0; i < COUNT_OF(cases); i++) {
+        char buf[512];
+        t_setenv("CLNORM_PAIR_WORD", cases[i].pair_word);
+        cln_build_options(&cases[i].np->p, cases[i].dt, cases[i].np->p.best_path, buf, sizeof buf);
+        CHECK(strstr(buf, cases[i].word) != NULL, "%s %s, CLNORM_PAIR_WORD=%s: \"%s\" lacks %s",
+              cases[i].np->p.device_name, cln_dtype_name(cases[i].dt),
+              cases[i].pair_word ? cases[i].pair_word : "(unset)", buf, cases[i].word);
+        CHECK((strstr(buf, "-DCLN_NV_CVT") != NULL) == cases[i].cvt,
+              "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
+              cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
+    }
+    t_env_restore();
+}
