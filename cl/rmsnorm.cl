@@ -172,8 +172,8 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 
 /* Register forms: the row (or h) is read once into v[], everything else works
    there. The tail is shared by the float form (a value per slot) and the paired one
-   (two neighbouring elements per slot, see cl/dtype.cl): K slots, n of them filled
-   and the spare ones zero; SLOT(i) is slot i as float or float2, SQ(a, t) adds the
+   (CLN_WORD neighbouring elements per slot, see cl/dtype.cl): K slots, n of them filled
+   and the spare ones zero; SLOT(i) is slot i as float or cln_pf, SQ(a, t) adds the
    squares of t to a, AMAX(t) is its largest magnitude, PUT(i) writes slot i. */
 #define CLN_RMS_REG_TAIL(K, SLOT, SQ, AMAX, PUT)                                     \
     float ss = 0.0f;                                                                 \
@@ -262,14 +262,14 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 }
 #endif
 
-/* The paired forms (cols even, rows starting at even elements), in two sizes: K
+/* The paired forms (cols and every row start multiples of CLN_WORD), in two sizes: K
    words per work-item, as many elements as softmax's register form (_pair) or half
    as many (_pair_half). The plan takes the half form where a team of up to 256 holds
    the row and the full one for longer rows: on the H200 rows of 8192 or 16384
    float32 in groups of 512 or 1024 ran at 45 % of the copy bandwidth, while the half
    form was the faster one for shorter rows (float32 4096x4096: 3.17 TB/s against 2.97
    for the full form half filled). Keep in step with cln_reg_k in src/plan.c. h of the
-   fused add is rounded to the storage type by cln_pack2 itself, as cln_round does. */
+   fused add is rounded to the storage type by cln_packw itself, as cln_round does. */
 /* What both paired kernels start with: the row as words, and its slots. */
 #define CLN_PAIR_ROW(K)                                                              \
     CLN_ROW_SETUP();                                                                 \

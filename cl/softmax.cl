@@ -5,8 +5,9 @@
 
    Variants, chosen by the host plan:
    - stream: a team of work-items per row, reading the row from memory each pass;
-   - reg:    the row is held in registers (up to CLN_REG_K elements per work-item),
-             so it is read once and, in the three-pass form, exp is taken once;
+   - reg:    the row is held in registers (up to CLN_REG_K elements per work-item, or
+             in words of CLN_WORD elements: the paired forms), so it is read once and
+             exp is taken once per element where the weights stay in registers;
    - split:  several work-groups per row; each reduces its slice to a partial (m, l),
              then each merges its row's partials and writes its slice. */
 
@@ -54,7 +55,7 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 
 /* The register forms share their steps (macros, since OpenCL C has no templates):
    K slots of register type RT, n of them filled; SLOT(i) is slot i as float (plain
-   form) or float2 (paired forms); W(i, f) keeps the weights f of slot i in place, or
+   form) or cln_pf (paired forms: a word as floats); W(i, f) keeps the weights f of slot i in place, or
    does nothing where the registers stay packed (16-bit paired form), and OUT(i, WF)
    gives slot i's weights for the write, from the registers or by exp again (WF). The
    weights are taken under the work-item's own maximum in the online form and rescaled
@@ -121,12 +122,12 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 }
 #endif
 
-/* The paired register forms: word i * team + lane of the row (elements 2w and 2w + 1)
-   lives in v[i]; cols is even. Two sizes, as for RMSNorm:
+/* The paired register forms: word i * team + lane of the row (its CLN_WORD elements)
+   lives in v[i]; cols is a multiple of CLN_WORD. Two sizes, as for RMSNorm:
    - _pair holds CLN_PAIR_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
      that a register carries as many bytes of the row as in float32, and exp is taken
      again for the write.
-   - _pair_half holds half as many words, as float2 in every dtype: the weights stay
+   - _pair_half holds half as many words, as floats in every dtype: the weights stay
      in place, one exp per element. The plan takes it for 16-bit rows a team of up to
      256 holds that way. */
 #if CLN_DTYPE == 0
