@@ -55,14 +55,14 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 
 /* The register forms share their steps (macros, since OpenCL C has no templates):
    K slots of register type RT, n of them filled; SLOT(i) is slot i as float (plain
-   form) or cln_pf (paired forms: a word as floats); W(i, f) keeps the weights f of slot i in place, or
-   does nothing where the registers stay packed (16-bit paired form), and OUT(i, WF)
-   gives slot i's weights for the write, from the registers or by exp again (WF). The
-   weights are taken under the work-item's own maximum in the online form and rescaled
+   form) or cln_pf (paired forms: a word as floats); W(i, f) keeps the weights f of
+   slot i in place, or does nothing where the registers stay packed (16-bit full paired
+   form), and OUT(i, WF) gives slot i's weights for the write, from the registers or
+   by exp again (WF). The weights are taken under the work-item's own maximum in the online form and rescaled
    once per work-item after the merge, so both algorithms take exp once per element
-   where the weights stay in registers. Every loop comes twice: where the row's maximum
-   is finite (nearly always, and uniform over the team) cln_w_fin spares each element
-   cln_w's special cases. */
+   where the weights stay in registers. Every loop comes twice: where the maximum is
+   finite (nearly always; uniform over the team once it is the row's) cln_w_fin spares
+   each element cln_w's special cases. */
 #define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
 #define CLN_SUMW(f, WF) ((f) = CLN_PF_W((f), WF, m), CLN_PF_SUM(f))
 #define CLN_MAX1(f) (f)
@@ -129,7 +129,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
      again for the write.
    - _pair_half holds half as many words, as floats in every dtype: the weights stay
      in place, one exp per element. The plan takes it for 16-bit rows a team of up to
-     256 holds that way. */
+     256 holds that way, and for float32 rows of 1024 to 4096 columns (more groups). */
 #if CLN_DTYPE == 0
 #define CLN_W_PW(i, f) (v[i] = (f))
 #define CLN_KEPT_PW 1
