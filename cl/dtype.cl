@@ -67,8 +67,6 @@ inline ushort cln_to_bf16(float f)
 #error "CLN_WORD must be 2 or 4"
 #endif
 #if CLN_DTYPE == 0
-inline float2 cln_unpack2(float2 w) { return w; }
-inline float2 cln_pack2(float2 v) { return v; }
 #define CLN_PAIR_SLOTS(k) ((k) / CLN_WORD)
 #if CLN_WORD == 4
 typedef float4 cln_pw;
@@ -102,8 +100,20 @@ inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cl
 #endif
 #if CLN_WORD == 4
 typedef uint2 cln_pw;
+#if CLN_DTYPE == 1
+/* One builtin for the four halves (Oclgrind's --uninitialized check crashed on the
+   pair of vload_half2 below, unoptimised). */
+inline float4 cln_unpackw(uint2 w) { return vload_half4(0, (__private const half *)&w); }
+inline uint2 cln_packw(float4 v)
+{
+    uint2 w;
+    vstore_half4_rte(v, 0, (__private half *)&w);
+    return w;
+}
+#else
 inline float4 cln_unpackw(uint2 w) { return (float4)(cln_unpack2(w.x), cln_unpack2(w.y)); }
 inline uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
+#endif
 #else
 typedef uint cln_pw;
 #define cln_unpackw cln_unpack2

@@ -204,10 +204,8 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
         if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
         CLN_STORE(yr, c, o);                                                         \
     }
-#define CLN_SLOT2(i) cln_unpackw(v[i])
-#define CLN_SQ2(a, t) CLN_PF_SQ(a, t)
-#define CLN_AMAX2(t) CLN_PF_AMAX(t)
-#define CLN_PUT2(i)                                                                  \
+#define CLN_SLOTW(i) cln_unpackw(v[i])
+#define CLN_PUTW(i)                                                                  \
     {                                                                                \
         ulong c = (ulong)i * team + lane;                                            \
         cln_pf o = (cln_unpackw(v[i]) * sc) * rs;                                    \
@@ -287,7 +285,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         CLN_PAIR_ROW(K);                                                             \
         _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
             v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;                   \
-        CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
+        CLN_RMS_REG_TAIL((K), CLN_SLOTW, CLN_PF_SQ, CLN_PF_AMAX, CLN_PUTW);              \
     }                                                                                \
     __kernel void clnorm_add_rmsnorm_##SUFFIX(                                       \
         __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *res,          \
@@ -305,7 +303,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
                 if (update) rr[c] = v[i];                                            \
             }                                                                        \
         }                                                                            \
-        CLN_RMS_REG_TAIL((K), CLN_SLOT2, CLN_SQ2, CLN_AMAX2, CLN_PUT2);              \
+        CLN_RMS_REG_TAIL((K), CLN_SLOTW, CLN_PF_SQ, CLN_PF_AMAX, CLN_PUTW);              \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_pair || CLN_ONLY_clnorm_add_rmsnorm_pair
 CLN_RMS_PAIR_KERNELS(pair, CLN_PAIR_SLOTS(CLN_REG_K))

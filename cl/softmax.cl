@@ -66,7 +66,6 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 #define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
 #define CLN_SUMW(f, WF) ((f) = CLN_PF_W((f), WF, m), CLN_PF_SUM(f))
 #define CLN_MAX1(f) (f)
-#define CLN_MAXW(f) CLN_PF_MAX(f)
 #define CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, WF)                                      \
     _Pragma("unroll") for (uint i = 0; i < (K); i++) {                               \
         if (i < n) {                                                                 \
@@ -156,7 +155,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         RT v[K];                                                                     \
         _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
             v[i] = i < n ? LOADW(xr[(ulong)i * team + lane]) : (RT)0;                \
-        CLN_REG_SOFTMAX(K, cln_pf, SLOT, CLN_MAXW, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
+        CLN_REG_SOFTMAX(K, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
 CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,

@@ -73,7 +73,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     const char *extra = cln_getenv("CLNORM_BUILD_OPTIONS");
     if (!extra) extra = "";
     /* An invalid CLNORM_PAIR_WORD fails every call before any build (plan.c). */
-    const size_t word = cln_pair_word(p, dtype, cln_pair_word_env());
+    const size_t word = cln_pair_word(p, cln_pair_word_env());
     if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
         memo.word == word &&
         !strcmp(memo.extra, extra) && strlen(memo.out) < len) {

@@ -222,10 +222,10 @@ CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
 /* Compile options for (profile, dtype, path); writes into buf. */
 /* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
 CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
-/* Elements per word of the paired register kernels (CLN_WORD in cl/dtype.cl) on p for
-   dtype: forced (2 or 4) if not 0, else the device's choice. The programs are built
-   with it and the plan and the views' alignment check follow it. */
-CLN_HIDDEN size_t cln_pair_word(const cln_profile *p, clnorm_dtype dtype, size_t forced);
+/* Elements per word of the paired register kernels (CLN_WORD in cl/dtype.cl) on p:
+   forced (2 or 4) if not 0, else the device's choice. The programs are built with it
+   and the plan and the views' alignment check follow it. */
+CLN_HIDDEN size_t cln_pair_word(const cln_profile *p, size_t forced);
 /* CLNORM_PAIR_WORD: 0 when unset, 2 or 4, or (size_t)-1 when invalid. */
 CLN_HIDDEN size_t cln_pair_word_env(void);
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,

@@ -186,7 +186,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
     *profp = prof;
-    lim.no_pairs = cln_rows_misaligned(a, cln_pair_word(prof, dtype, lim.pair_word));
+    lim.no_pairs = cln_rows_misaligned(a, cln_pair_word(prof, lim.pair_word));
     /* The device's tuning table, if any, forces its measured shape (not over the
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);

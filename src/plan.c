@@ -106,9 +106,8 @@ size_t cln_pair_word_env(void)
    3.08 and 3.57, 16384x1024 2.47 and 2.81; float32 within 4 %). The price: rows whose
    length or start is a multiple of 2 but not of 4 take the plain register form. CPUs
    run the paired kernels only when forced; they keep 2. */
-size_t cln_pair_word(const cln_profile *p, clnorm_dtype dtype, size_t forced)
+size_t cln_pair_word(const cln_profile *p, size_t forced)
 {
-    (void)dtype;
     if (forced == 2 || forced == 4) return forced;
     return p->type & CL_DEVICE_TYPE_CPU ? 2 : 4;
 }
@@ -264,7 +263,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        keeps the plain form, =pair forces the paired one. */
     const int rms = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM;
     int soft16 = dtype != CLNORM_F32 && !rms;
-    const size_t word = cln_pair_word(p, dtype, lim->pair_word);
+    const size_t word = cln_pair_word(p, lim->pair_word);
     int pair = cols % word == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */

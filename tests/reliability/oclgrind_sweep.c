@@ -28,16 +28,20 @@
 
 /* ---- what is swept ------------------------------------------------------------- */
 /* CLNORM_BUILD_OPTIONS come after the library's own options, so -U/-D replace them. */
-typedef struct sw_build { const char *name, *options; unsigned vec; } sw_build;
+/* pair_word: CLNORM_PAIR_WORD for the build (NULL: the device's choice); it sets both
+   the kernels' CLN_WORD and the plan's alignment rule, so it is not a -D here. */
+typedef struct sw_build { const char *name, *options; unsigned vec; const char *pair_word; } sw_build;
 static const sw_build builds[] = {
-    {"native", NULL, 0},                                    /* as this device gets it */
-    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0", 1}, /* round-robin */
+    {"native", NULL, 0, NULL},                                    /* as this device gets it */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0", 1, NULL}, /* round-robin */
     /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
-    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4},
-    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8},
-    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4},
-    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8},
-    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16},
+    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, NULL},
+    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8, NULL},
+    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4, NULL},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8, NULL},
+    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16, NULL},
+    /* As GPUs run: vector loops and paired words of 4 elements. */
+    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, "4"},
 };
 #define NBUILDS (sizeof builds / sizeof builds[0])
 
@@ -46,7 +50,8 @@ typedef struct sw_config {
     const char *variant, *wg, *team, *split; /* CLNORM_VARIANT, _WORK_GROUP, _ROW_THREADS,
                                                 _SPLIT; NULL: unset */
     size_t rows, cols;
-    int even; /* views whose rows all start at even elements, so the paired forms run */
+    int even; /* views whose rows all start at multiples of the paired word, so the
+                 paired forms run */
 } sw_config;
 static const sw_config configs[] = {
     /* The library's own choice: on a CPU-typed device 2 rows of 4 work-items per group. */
@@ -83,6 +88,16 @@ static const sw_config configs[] = {
     {"pair wg4 team1 full16", "pair", "4", "1", NULL, 3, 62, 1},
     {"pair wg8 team4 full16", "pair", "8", "4", NULL, 3, 250, 1},
     {"pair wg6 team3 full16", "pair", "6", "3", NULL, 3, 190, 1},
+    /* The same in words of 4 (the gpu-word4 build): columns a multiple of 4, and of
+       no team of 3 for the tail. */
+    {"pair wg8 team4 w4", "pair", "8", "4", NULL, 5, 60, 1},
+    {"pair wg6 team3 w4", "pair", "6", "3", NULL, 5, 44, 1},
+    {"pair wg8 team4 full w4", "pair", "8", "4", NULL, 3, 120, 1},
+    {"pair wg6 team3 full w4", "pair", "6", "3", NULL, 3, 92, 1},
+    {"pair wg4 team1 full w4", "pair", "4", "1", NULL, 3, 28, 1},
+    {"pair wg4 team1 full16 w4", "pair", "4", "1", NULL, 3, 60, 1},
+    {"pair wg8 team4 full16 w4", "pair", "8", "4", NULL, 3, 248, 1},
+    {"pair wg6 team3 full16 w4", "pair", "6", "3", NULL, 3, 188, 1},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
@@ -314,16 +329,17 @@ static void run_case(sw_ctx *c, size_t b, clnorm_dtype dt, const sw_config *cfg,
     size_t xoff = 1 + idx % 3, xld_arg = idx % 2 ? 0 : cols + 3, xld = xld_arg ? xld_arg : cols;
     size_t yoff = inplace ? xoff : 2 + idx % 2, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + 2 : 0);
     size_t roff = 3, rld = cols + 1;
-    if (cfg->even) { /* offsets and padding still, but even */
-        xoff = 2 * (idx % 2), xld_arg = idx % 2 ? 0 : cols + 4, xld = xld_arg ? xld_arg : cols;
-        yoff = inplace ? xoff : 2, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + 2 : 0);
-        roff = 2, rld = cols + 2;
+    const size_t w = cln_pair_word(c->prof, cln_pair_word_env());
+    if (cfg->even) { /* offsets and padding still, but multiples of the word */
+        xoff = w * (idx % 2), xld_arg = idx % 2 ? 0 : cols + 2 * w, xld = xld_arg ? xld_arg : cols;
+        yoff = inplace ? xoff : w, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + w : 0);
+        roff = w, rld = cols + w;
     }
     size_t yld = yld_arg ? yld_arg : cols;
     /* What the library sees (src/ops.c): views a kernel does not use count as even. */
     size_t odd_bits = xoff | (stats ? 0 : yoff) | (add ? roff : 0);
     if (rows > 1) odd_bits |= xld | (stats ? 0 : yld) | (add ? rld : 0);
-    const int no_pairs = (int)(odd_bits & 1);
+    const int no_pairs = (odd_bits & (w - 1)) != 0;
     char label[256];
     snprintf(label, sizeof label, "[%s %s %s] %s %zux%zu%s%s eps %g", builds[b].name,
              rel_dtype_name(dt), cfg->name, sw_op_names[op], rows, cols,
@@ -581,6 +597,7 @@ int main(int argc, char **argv)
     unsigned long idx = 0;
     for (size_t b = 0; b < nbuilds; b++) {
         set_env("CLNORM_BUILD_OPTIONS", builds[b].options);
+        set_env("CLNORM_PAIR_WORD", builds[b].pair_word);
         double tb = rel_now();
         unsigned long f0 = c.failures, c0 = c.cases;
         for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++)
