@@ -177,17 +177,6 @@ static int cln_build_from_disk(cln_prog *e, const cln_profile *p, uint64_t src_h
 }
 
 /* Memory cache miss: the disk cache, else the source (and then into the disk cache). */
-/* The build log of prog on dev, allocated ("" where there is none); NULL only when
-   memory runs out. */
-static char *cln_build_log(cl_program prog, cl_device_id dev)
-{
-    size_t log_len = 0;
-    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
-    char *log = calloc(1, log_len + 1);
-    if (log && log_len) clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, log_len, log, NULL);
-    return log;
-}
-
 static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *src, size_t len,
                                uint64_t src_hash)
 {
@@ -196,24 +185,17 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
     cl_program prog = clCreateProgramWithSource(e->ctx, 1, &src, &len, &err);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateProgramWithSource");
     err = clBuildProgram(prog, 1, &e->dev, e->options, NULL, NULL);
-    /* PoCL 3.1 now and then fails a build with no diagnostic at all when processes
-       fill its kernel cache (POCL_CACHE_DIR) at once (disk_cache_processes: 1 of 16
-       processes, twice in CI runs). Such a failure is not the source's: build again. */
-    for (int again = 0; err == CL_BUILD_PROGRAM_FAILURE && p->pocl_major > 0 && again < 2;
-         again++) {
-        char *log = cln_build_log(prog, e->dev);
-        const int silent = log && !log[strspn(log, " \t\r\n")];
-        free(log);
-        if (!silent) break;
-        err = clBuildProgram(prog, 1, &e->dev, e->options, NULL, NULL);
-    }
     if (err != CL_SUCCESS) {
-        char *log = cln_build_log(prog, e->dev);
+        size_t log_len = 0;
+        char *log = NULL;
+        clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
+        if (log_len && (log = calloc(1, log_len + 1)) != NULL)
+            clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, log_len, log, NULL);
         clnorm_status st = cln_fail(err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS
                                         ? CLNORM_BUILD_FAILED : cln_cl_status(err),
                                     "clBuildProgram with \"%s\" failed: %s (%d); build log:\n%s",
                                     e->options, cln_cl_error_name(err), (int)err,
-                                    log && *log ? log : "(none)");
+                                    log ? log : "(none)");
         free(log);
         clReleaseProgram(prog);
         return st;
@@ -223,7 +205,11 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
        as -cl-nv-verbose: registers and spills per kernel). */
     const char *show = cln_getenv("CLNORM_BUILD_LOG");
     if (show && *show && strcmp(show, "0") != 0) {
-        char *log = cln_build_log(prog, e->dev);
+        size_t log_len = 0;
+        char *log = NULL;
+        clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
+        if (log_len && (log = calloc(1, log_len + 1)) != NULL)
+            clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, log_len, log, NULL);
         fprintf(stderr, "clnorm: built with \"%s\":\n%s\n", e->options, log ? log : "");
         free(log);
     }
