@@ -239,8 +239,19 @@ static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
    that loads it never starts PoCL's compiler (BENCHMARKS.md, "Start-up time"). */
 static int cln_one_kernel(const cln_profile *p)
 {
+    const int forced = cln_programs_env();
+    if (forced > 0) return forced == 1;
     char dir[4096];
     return p->pocl_major > 0 && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
+}
+
+int cln_programs_env(void)
+{
+    const char *s = cln_getenv("CLNORM_PROGRAMS");
+    if (!s || !*s || !strcmp(s, "auto")) return 0;
+    if (!strcmp(s, "one")) return 1;
+    if (!strcmp(s, "all")) return 2;
+    return -1;
 }
 
 void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path,

@@ -138,6 +138,9 @@ clnorm_status cln_limits_from_env(cln_limits *l)
     if (l->pair_word == (size_t)-1)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PAIR_WORD=\"%s\" "
                         "is not 2 or 4", cln_getenv("CLNORM_PAIR_WORD"));
+    if (cln_programs_env() < 0)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PROGRAMS=\"%s\" "
+                        "is not auto, one or all", cln_getenv("CLNORM_PROGRAMS"));
     const char *var = cln_getenv("CLNORM_VARIANT");
     if (var && *var && strcmp(var, "auto") != 0) {
         if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;

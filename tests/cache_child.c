@@ -1,8 +1,8 @@
 /* Helper of disk_cache_processes: one process start against the cache folder in
    CLNORM_CACHE_DIR. Runs one softmax on a session of SPEC ("" = default), checks it,
    and with "warm" also that the program came from the disk cache where the device
-   stores binaries; "prewarm" runs with clnorm's disk cache off, to fill only the
-   driver's own caches. Exit 0 good, 1 a failed call or a wrong value, 3 not warm. */
+   stores binaries; "prewarm" runs with a disk cache folder of its own, to fill only
+   the driver's own caches. Exit 0 good, 1 a failed call or a wrong value, 3 not warm. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
@@ -15,7 +15,14 @@ int main(int argc, char **argv)
 {
     const char *spec = argc > 1 && *argv[1] ? argv[1] : NULL;
     int warm = argc > 2 && !strcmp(argv[2], "warm");
-    if (argc > 2 && !strcmp(argv[2], "prewarm")) setenv("CLNORM_CACHE_DIR", "off", 1);
+    /* prewarm: a folder of its own, so that the driver builds the very programs the
+       others will (on PoCL, a program per kernel where the disk cache is on). */
+    if (argc > 2 && !strcmp(argv[2], "prewarm")) {
+        const char *dir = getenv("CLNORM_CACHE_DIR");
+        static char own[4200];
+        snprintf(own, sizeof own, "%s/prewarm", dir && *dir ? dir : "/tmp");
+        setenv("CLNORM_CACHE_DIR", own, 1);
+    }
     enum { ROWS = 8, COLS = 1000 };
     static float x[ROWS * COLS], m[ROWS], l[ROWS];
     clnorm_session *s = NULL;

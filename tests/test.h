@@ -18,6 +18,7 @@
     X(values_softmax_auto, 1)                                                          \
     X(values_stats, 1)                                                                 \
     X(values_lowp, 1)                                                                  \
+    X(programs_one, 1)                                                                 \
     X(views, 1)                                                                        \
     X(events, 1)                                                                       \
     X(bad_input, 1)                                                                    \

@@ -508,8 +508,10 @@ void test_disk_cache_processes(void)
     int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     prog_id_of(p, CLNORM_F32, dir, &id);
-    /* One process fills the driver's own caches (clnorm's is off in it), so that the
-       16 race on clnorm's cache and not on an hour of PoCL compiles. */
+    /* One process fills the driver's own caches (its clnorm cache is a folder of its
+       own), so that the 16 race on clnorm's cache and not on PoCL compiles: PoCL 3.1
+       fails a build now and then, with no log, when processes fill its cache at once
+       (1 of 16 processes in two CI runs, when the prewarm built another program). */
     run_children(1, dir, "prewarm");
     double t0 = t_now();
     run_children(16, dir, "cold");

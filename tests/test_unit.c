@@ -637,5 +637,46 @@ void test_build_options(void)
               "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
     }
+    /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
+       the default does only on PoCL with the disk cache on. */
+    named_profile pocl = cpu;
+    pocl.p.pocl_major = 3;
+    t_setenv("CLNORM_PAIR_WORD", NULL);
+    t_setenv("CLNORM_CACHE_DIR", "/tmp/clnorm-unit-cache");
+    const struct {
+        const named_profile *np;
+        const char *programs; /* CLNORM_PROGRAMS, or NULL */
+        int only;             /* -DCLN_ONLY expected */
+    } progs[] = {
+        {&gpu, NULL, 0}, {&gpu, "auto", 0}, {&gpu, "one", 1}, {&gpu, "all", 0},
+        {&cpu, NULL, 0}, {&pocl, NULL, 1}, {&pocl, "all", 0}, {&cpu, "one", 1},
+    };
+    const cln_kernel_id kid = (cln_kernel_id)0;
+    char want[96];
+    snprintf(want, sizeof want, "-DCLN_ONLY_%s=1", cln_kernel_name(kid));
+    for (size_t i = 0; i < COUNT_OF(progs); i++) {
+        char buf[512];
+        t_setenv("CLNORM_PROGRAMS", progs[i].programs);
+        cln_program_options(&progs[i].np->p, CLNORM_F32, progs[i].np->p.best_path, kid, buf,
+                            sizeof buf);
+        CHECK((strstr(buf, want) != NULL) == progs[i].only,
+              "%s (PoCL %d), CLNORM_PROGRAMS=%s: \"%s\" should %shave %s",
+              progs[i].np->p.device_name, progs[i].np->p.pocl_major,
+              progs[i].programs ? progs[i].programs : "(unset)", buf, progs[i].only ? "" : "not ",
+              want);
+    }
+    t_setenv("CLNORM_CACHE_DIR", "off");
+    t_setenv("CLNORM_PROGRAMS", NULL);
+    {
+        char buf[512];
+        cln_program_options(&pocl.p, CLNORM_F32, pocl.p.best_path, kid, buf, sizeof buf);
+        CHECK(!strstr(buf, "-DCLN_ONLY"), "PoCL with the disk cache off: \"%s\"", buf);
+    }
+    /* A value that is none of them is refused by every operation, and named. */
+    t_setenv("CLNORM_PROGRAMS", "some");
+    cln_limits l;
+    CHECK_ST(cln_limits_from_env(&l), CLNORM_INVALID_ARGUMENT);
+    CHECK(strstr(clnorm_last_error(), "CLNORM_PROGRAMS=\"some\""), "message \"%s\"",
+          clnorm_last_error());
     t_env_restore();
 }

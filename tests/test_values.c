@@ -65,3 +65,22 @@ void test_values_softmax_3pass(void) { values_case(OP_SOFTMAX_3PASS); }
 void test_values_softmax_online(void) { values_case(OP_SOFTMAX_ONLINE); }
 void test_values_softmax_auto(void) { values_case(OP_SOFTMAX_AUTO); }
 void test_values_stats(void) { values_case(OP_STATS); }
+
+/* CLNORM_PROGRAMS=one (a program per kernel, PoCL's default with the disk cache on) on
+   every device, with the disk cache off so that each program is built here: every op
+   in float32 and bfloat16, short rows and long ones, and the host API. */
+void test_programs_one(void)
+{
+    t_setenv("CLNORM_CACHE_DIR", "off");
+    t_setenv("CLNORM_PROGRAMS", "one");
+    clnorm_release_cache(NULL);
+    const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_BF16};
+    for (size_t d = 0; d < COUNT_OF(dts); d++)
+        for (int op = 0; op < OP_COUNT; op++) {
+            one((top)op, dts[d], 7, 33);
+            one((top)op, dts[d], 3, 4097);
+            check_host_op((top)op, dts[d], 3, 33, 0);
+        }
+    clnorm_release_cache(NULL);
+    t_env_restore();
+}
