@@ -51,19 +51,19 @@ sweep() {
     done
 }
 
-# Process start to exit of the README example, cold and warm, three pairs, on $1:
-# clnorm's cache and PoCL's emptied for cold, PoCL's emptied for warm, NVIDIA's
-# compute cache off for both.
+# Process start to exit of the README example on $1, three rounds of: cold (clnorm's,
+# PoCL's and NVIDIA's compute cache emptied), warm (only clnorm's cache kept) and
+# every cache warm. Extra settings for the example in $SU_ENV (e.g. CLNORM_PROGRAMS=one).
 startup() {
-    local off="MESA_SHADER_CACHE_DISABLE=true CUDA_CACHE_DISABLE=1"
+    local caches="CLNORM_CACHE_DIR=/tmp/su-c POCL_CACHE_DIR=/tmp/su-p CUDA_CACHE_PATH=/tmp/su-nv MESA_SHADER_CACHE_DISABLE=true"
     for i in 1 2 3; do
-        rm -rf /tmp/su-c /tmp/su-p
-        for kind in cold warm; do
-            [ $kind = warm ] && rm -rf /tmp/su-p
+        rm -rf /tmp/su-c /tmp/su-p /tmp/su-nv
+        for kind in cold warm all-warm; do
+            [ $kind = warm ] && rm -rf /tmp/su-p /tmp/su-nv
             local t0=$(date +%s.%N)
-            env CLNORM_DEVICE=$1 CLNORM_CACHE_DIR=/tmp/su-c POCL_CACHE_DIR=/tmp/su-p $off \
-                /tmp/gb/clnorm_example > /dev/null 2>&1 || echo "example failed on $1"
-            echo "startup $1 $kind $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0}") s"
+            env CLNORM_DEVICE=$1 $caches $SU_ENV /tmp/gb/clnorm_example > /dev/null 2>&1 ||
+                echo "example failed on $1"
+            echo "startup $1 ${SU_ENV:-default} $kind $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0}") s"
         done
     done
 }
