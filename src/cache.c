@@ -232,17 +232,21 @@ static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
         snprintf(options + used, len - used, " -DCLN_ONLY=1 -DCLN_ONLY_%s=1", cln_kernel_name(kid));
 }
 
-/* PoCL: one program per kernel where the disk cache is on. Asking PoCL for a binary
-   compiles every kernel of the program for dynamic work-group sizes (84 s for all of
-   clnorm's on a 2-core VM, 1.4 to 1.6 s for one), and a binary taken after a
-   kernel's first run carries its compiled work-group function, so that a later start
-   that loads it never starts PoCL's compiler (BENCHMARKS.md, "Start-up time"). */
+/* One program per kernel where the disk cache is on and keeps binaries (every driver
+   but Rusticl), so that a process compiles and loads only the kernels it runs.
+   PoCL: asking for a binary compiles every kernel of the program for dynamic
+   work-group sizes (84 s for all of clnorm's on a 2-core VM, 1.4 to 1.6 s for one),
+   and a binary taken after a kernel's first run carries its compiled work-group
+   function, so that a later start that loads it never starts PoCL's compiler.
+   NVIDIA: its binaries are PTX, compiled to machine code at every load; the README
+   example took 3.3-4.4 s cold and 1.7-1.9 s warm with one program, 1.3-1.8 and
+   0.6-0.9 s with a program per kernel (H200; BENCHMARKS.md, "Start-up time"). */
 static int cln_one_kernel(const cln_profile *p)
 {
     const int forced = cln_programs_env();
     if (forced > 0) return forced == 1;
     char dir[4096];
-    return p->pocl_major > 0 && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
+    return cln_disk_reads_binaries(p) && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
 }
 
 int cln_programs_env(void)

@@ -198,8 +198,9 @@ CLN_HIDDEN void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cl
    first run has completed (PoCL, programs of one kernel; the store happens at the
    next call that uses the program or at clnorm_release_cache). */
 CLN_HIDDEN int cln_stores_programs(const cln_profile *p);
-/* CLNORM_PROGRAMS: 0 unset or "auto" (one program per kernel on PoCL with the disk
-   cache on, one program of every kernel elsewhere), 1 "one", 2 "all", -1 neither. */
+/* CLNORM_PROGRAMS: 0 unset or "auto" (a program per kernel where the disk cache is on
+   and keeps binaries, one program of every kernel elsewhere), 1 "one", 2 "all", -1
+   neither. */
 CLN_HIDDEN int cln_programs_env(void);
 /* Hands the program the event of a run that wants_event asked for. */
 CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);

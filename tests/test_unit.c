@@ -638,9 +638,10 @@ void test_build_options(void)
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
     }
     /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
-       the default does only on PoCL with the disk cache on. */
-    named_profile pocl = cpu;
+       the default does where the disk cache is on and keeps binaries: not on Rusticl. */
+    named_profile pocl = cpu, rusticl = cpu;
     pocl.p.pocl_major = 3;
+    snprintf(rusticl.p.platform_name, sizeof rusticl.p.platform_name, "rusticl");
     t_setenv("CLNORM_PAIR_WORD", NULL);
     t_setenv("CLNORM_CACHE_DIR", "/tmp/clnorm-unit-cache");
     const struct {
@@ -648,8 +649,8 @@ void test_build_options(void)
         const char *programs; /* CLNORM_PROGRAMS, or NULL */
         int only;             /* -DCLN_ONLY expected */
     } progs[] = {
-        {&gpu, NULL, 0}, {&gpu, "auto", 0}, {&gpu, "one", 1}, {&gpu, "all", 0},
-        {&cpu, NULL, 0}, {&pocl, NULL, 1}, {&pocl, "all", 0}, {&cpu, "one", 1},
+        {&gpu, NULL, 1},     {&gpu, "auto", 1},    {&gpu, "all", 0},    {&pocl, NULL, 1},
+        {&pocl, "all", 0},   {&rusticl, NULL, 0},  {&rusticl, "one", 1}, {&rusticl, "auto", 0},
     };
     const cln_kernel_id kid = (cln_kernel_id)0;
     char want[96];
@@ -671,6 +672,8 @@ void test_build_options(void)
         char buf[512];
         cln_program_options(&pocl.p, CLNORM_F32, pocl.p.best_path, kid, buf, sizeof buf);
         CHECK(!strstr(buf, "-DCLN_ONLY"), "PoCL with the disk cache off: \"%s\"", buf);
+        cln_program_options(&gpu.p, CLNORM_F32, gpu.p.best_path, kid, buf, sizeof buf);
+        CHECK(!strstr(buf, "-DCLN_ONLY"), "NVIDIA with the disk cache off: \"%s\"", buf);
     }
     /* A value that is none of them is refused by every operation, and named. */
     t_setenv("CLNORM_PROGRAMS", "some");
