@@ -290,10 +290,10 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     if (pair_half) reg_k /= 2;
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
-    /* 16-bit softmax rows that need a register team over 256 stream faster on GPUs,
-       with one exp per element and 16-byte loads (H200, bf16 1024x32768: 1.47 TB/s
-       paired in groups of 512, 1.67 streaming in groups of 256). */
-    if (!cpu && soft16 && reg_team > 256 && lim->force_variant < 0) reg_fits = 0;
+    /* 16-bit softmax rows that need a register team over 256 stay paired too, in the
+       full form: since words of 4 and NVIDIA's bf16 conversion, H200 bf16 1024x32768
+       ran at 2.82 TB/s paired in groups of 512 against 1.76 streaming (three-pass) and
+       2.00 (online); before them streaming had won, 1.67 against 1.47. */
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
        sits in cache between passes and exp dominates; the three-pass loops vectorise
        more cleanly than the online rescaling, so they win there. llvmpipe (scalar

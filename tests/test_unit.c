@@ -492,16 +492,19 @@ void test_plan(void)
             }
         }
 
-        /* 16-bit softmax rows that need a register team over 256 stream on GPUs;
-           float32 rows of the same length stay paired, in one group of 1024. */
+        /* 16-bit softmax rows that need a register team over 256 stay paired in the
+           full form (words packed: 64 elements a work-item, a team of 512); float32
+           rows of the same length stay paired, in one group of 1024. */
         if (p->nv && p->max_wg >= 1024) {
             cln_limits f = no_limits();
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_STREAM && pl.op == CLN_OP_SOFTMAX_ONLINE,
-                      "%s: %s %s, expected online streaming", label, cln_op_name(pl.op),
-                      cln_variant_name(pl.variant));
+                CHECK(pl.variant == CLN_VAR_PAIR && !pl.pair_half && pl.team == 512 &&
+                          pl.op == CLN_OP_SOFTMAX_3PASS,
+                      "%s: %s %s%s team %zu, expected three-pass pair team 512", label,
+                      cln_op_name(pl.op), cln_variant_name(pl.variant), pl.pair_half ? "-half" : "",
+                      pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
