@@ -290,10 +290,15 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     if (pair_half) reg_k /= 2;
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
-    /* 16-bit softmax rows that need a register team over 256 stay paired too, in the
-       full form: since words of 4 and NVIDIA's bf16 conversion, H200 bf16 1024x32768
-       ran at 2.82 TB/s paired in groups of 512 against 1.76 streaming (three-pass) and
-       2.00 (online); before them streaming had won, 1.67 against 1.47. */
+    /* 16-bit softmax rows that need a register team over 256 stay paired in the full
+       form where the row fills at least 3/4 of the slots, and stream otherwise (H200:
+       bf16 1024x32768 2.83 TB/s paired in groups of 512, 1.77 streaming three-pass,
+       2.04 online; f16 512x65536 2.05 paired, 1.99 online; but f16 2048x20000, 61 %
+       of the slots, 2.03 paired, 2.40 online streaming). The plain register form
+       (rows not of whole words) loads 2 bytes at a time: it streams too. */
+    if (!cpu && soft16 && reg_team > 256 && lim->force_variant < 0 &&
+        (!pair || 4 * cols < 3 * reg_team * reg_k))
+        reg_fits = 0;
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
        sits in cache between passes and exp dominates; the three-pass loops vectorise
        more cleanly than the online rescaling, so they win there. llvmpipe (scalar

@@ -493,10 +493,28 @@ void test_plan(void)
         }
 
         /* 16-bit softmax rows that need a register team over 256 stay paired in the
-           full form (words packed: 64 elements a work-item, a team of 512); float32
-           rows of the same length stay paired, in one group of 1024. */
+           full form (words packed: 64 elements a work-item, a team of 512) where they
+           fill 3/4 of the slots, and stream online otherwise, as do rows not of whole
+           words; float32 rows of the same length stay paired, in one group of 1024. */
         if (p->nv && p->max_wg >= 1024) {
             cln_limits f = no_limits();
+            const struct { clnorm_dtype dt; size_t rows, cols; } streamed[] = {
+                {CLNORM_F16, 2048, 20000}, {CLNORM_BF16, 1024, 32767}, {CLNORM_BF16, 1024, 32766}};
+            for (size_t c = 0; c < COUNT_OF(streamed); c++) {
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, streamed[c].dt,
+                           streamed[c].rows, streamed[c].cols);
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, streamed[c].dt, streamed[c].rows,
+                                  streamed[c].cols, &pl, why), CLNORM_SUCCESS))
+                    CHECK(pl.variant == CLN_VAR_STREAM && pl.op == CLN_OP_SOFTMAX_ONLINE,
+                          "%s: %s %s, expected online streaming", label, cln_op_name(pl.op),
+                          cln_variant_name(pl.variant));
+            }
+            plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536);
+            if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536, &pl, why),
+                         CLNORM_SUCCESS))
+                CHECK(pl.variant == CLN_VAR_PAIR && !pl.pair_half && pl.team == 1024,
+                      "%s: %s team %zu, expected pair team 1024", label,
+                      cln_variant_name(pl.variant), pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
