@@ -31,6 +31,14 @@ def run_clnorm(exe, args):
     return json.loads(out[out.index('{"impl"'):])
 
 
+def rotation(nbytes, gpu):
+    """Inputs rotated per call, so that together they exceed the last-level cache as
+    `clnorm bench` rotates its own (512 MB on GPUs, 64 MB on CPUs): every
+    implementation reads its input from memory, none from a warm cache."""
+    total = (512 << 20) if gpu else (64 << 20)
+    return max(2, min(4096, -(-total // nbytes)))
+
+
 def bench_torch(dev, dtype, quick, repeats, batch=1):
     import torch
     import torch.nn.functional as F
@@ -40,7 +48,7 @@ def bench_torch(dev, dtype, quick, repeats, batch=1):
         if quick and not q:
             continue
         nbytes = rows * cols * ES[dtype]
-        nin = max(2, min(16, (512 << 20) // nbytes)) if dev == "cuda" else 2
+        nin = rotation(nbytes, dev == "cuda")
         xs = [(torch.rand(rows, cols, device=dev) * 8 - 4 + (torch.arange(rows, device=dev) % 7)[:, None]).to(tdt)
               for _ in range(nin)]
         w = torch.rand(cols, device=dev).to(tdt)
@@ -81,16 +89,18 @@ def bench_numpy(quick, repeats):
     for op, rows, cols, q in GRID:
         if quick and not q:
             continue
-        x = (rng.random((rows, cols), dtype=np.float32) * 8 - 4)
+        xs = [rng.random((rows, cols), dtype=np.float32) * 8 - 4
+              for _ in range(rotation(rows * cols * 4, False))]
         w = rng.random(cols, dtype=np.float32)
         def f(x):
             if op == "softmax":
                 e = np.exp(x - x.max(axis=-1, keepdims=True))
                 return e / e.sum(axis=-1, keepdims=True)
             return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6) * w
-        f(x)
+        f(xs[0])
         times = []
-        for _ in range(repeats):
+        for i in range(repeats):
+            x = xs[(i + 1) % len(xs)]
             t0 = time.perf_counter(); f(x); times.append(time.perf_counter() - t0)
         times.sort()
         t = times[len(times) // 2]
