@@ -67,3 +67,13 @@ startup() {
         done
     done
 }
+
+# PoCL 5 cases in the background: pocl5_bg SECONDS LOG CTEST-SELECTION... (e.g. -L pocl,
+# or -R "pattern"), $OUT/LOG; `wait` for it, then pocl5_summary LOG.
+pocl5_bg() {
+    local secs=$1 log=$2
+    shift 2
+    (cd /tmp/gb && timeout "$secs" ctest "$@" -j12 --timeout $((secs - 20)) --output-on-failure \
+        > "$OUT/$log" 2>&1) &
+}
+pocl5_summary() { grep -E "tests passed|Failed|\*\*\*|Timeout" "$OUT/$1" | tail -30; }

@@ -5,12 +5,11 @@
 # every kernel (the default) and with a program per kernel (CLNORM_PROGRAMS=one),
 # NVIDIA's own compute cache emptied, kept, or both. Results to $OUT.
 . "$(dirname "$0")/gpu_common.sh"
-(cd /tmp/gb && timeout 540 ctest -L pocl -j12 --timeout 520 --output-on-failure \
-    > "$OUT/tests-pocl5.log" 2>&1) &
+pocl5_bg 540 tests-pocl5.log -L pocl
 nv_suite 200
 { startup nvidia; SU_ENV=CLNORM_PROGRAMS=one startup nvidia; } > "$OUT/startup.log" 2>&1
 cat "$OUT/startup.log"
 stamp startup
 wait
-grep -E "tests passed|Failed|\*\*\*|Timeout" "$OUT/tests-pocl5.log" | tail -30
+pocl5_summary tests-pocl5.log
 stamp done

@@ -24,7 +24,7 @@ typedef struct cln_prog {
     char options[512];
     cl_program program;
     int state; /* 0 building, 1 ready, -1 failed */
-    /* Programs of one kernel (cln_one_kernel) built from source keep the event of
+    /* Programs of one kernel (cln_programs_one) built from source keep the event of
        their first run; once it has completed, the binary, which then carries the
        compiled work-group function, goes to the disk cache (cln_capture). */
     const cln_profile *prof;
@@ -241,7 +241,7 @@ static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
    NVIDIA: its binaries are PTX, compiled to machine code at every load; the README
    example took 3.3-4.4 s cold and 1.7-1.9 s warm with one program, 1.3-1.8 and
    0.6-0.9 s with a program per kernel (H200; BENCHMARKS.md, "Start-up time"). */
-static int cln_one_kernel(const cln_profile *p)
+int cln_programs_one(const cln_profile *p)
 {
     const int forced = cln_programs_env();
     if (forced > 0) return forced == 1;
@@ -262,12 +262,12 @@ void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path
                          cln_kernel_id kid, char *buf, size_t len)
 {
     cln_build_options(p, dtype, path, buf, len);
-    if (cln_one_kernel(p)) cln_only_option(kid, buf, len);
+    if (cln_programs_one(p)) cln_only_option(kid, buf, len);
 }
 
 int cln_stores_programs(const cln_profile *p)
 {
-    return cln_disk_wants_binaries(p) || cln_one_kernel(p);
+    return cln_disk_wants_binaries(p) || cln_programs_one(p);
 }
 
 /* Stores the binary of e once its first run has completed; called with the cache
@@ -388,11 +388,11 @@ clnorm_status cln_program_get(cl_context ctx, cl_device_id dev, const cln_profil
 
 clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_profile *p,
                                  clnorm_dtype dtype, cln_path path, cln_kernel_id kid,
-                                 cln_kernel_lease *out)
+                                 int one_kernel, cln_kernel_lease *out)
 {
     cln_prog *e = NULL;
     clnorm_status st =
-        cln_prog_get(ctx, dev, p, dtype, path, cln_one_kernel(p) ? kid : CLN_K_COUNT, &e);
+        cln_prog_get(ctx, dev, p, dtype, path, one_kernel ? kid : CLN_K_COUNT, &e);
     if (st) return st;
     cln_lease_slot *ls = malloc(sizeof *ls);
     if (!ls) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");

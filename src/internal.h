@@ -186,12 +186,17 @@ typedef struct cln_kernel_lease {
     int wants_event; /* 1: pass this run's event to cln_kernel_ran (disk capture) */
     void *slot;
 } cln_kernel_lease;
+/* one_kernel: cln_programs_one(p), asked once per operation (it reads the
+   environment and works out the cache folder). */
 CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
-                                            cln_path path, cln_kernel_id kid,
+                                            cln_path path, cln_kernel_id kid, int one_kernel,
                                             cln_kernel_lease *out);
-/* The build options of the program that holds kernel kid (one kernel alone on PoCL
-   where the disk cache is on), as the disk cache keys it. */
+/* Whether kernels are built in programs of their own on p (CLNORM_PROGRAMS; by
+   default where the disk cache is on and keeps binaries). */
+CLN_HIDDEN int cln_programs_one(const cln_profile *p);
+/* The build options of the program that holds kernel kid (one kernel alone where
+   cln_programs_one), as the disk cache keys it. */
 CLN_HIDDEN void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path,
                                     cln_kernel_id kid, char *buf, size_t len);
 /* Whether p's programs reach the disk cache: at their build (NVIDIA), or once their

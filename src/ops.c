@@ -191,6 +191,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
        environment's); it may resolve softmax AUTO. */
     cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
     cln_last_kernel_limit = 0;
+    const int one_kernel = cln_programs_one(prof);
     for (int attempt = 0; attempt < 3; attempt++) {
         st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why);
         if (st) return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
@@ -199,7 +200,8 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
         cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
         int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
         for (int j = 0; j < n; j++) {
-            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kids[j], &lease[j]);
+            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kids[j], one_kernel,
+                                    &lease[j]);
             if (st) {
                 for (int i = 0; i < j; i++) cln_kernel_return(&lease[i]);
                 return st;

@@ -69,6 +69,10 @@ static clnorm_status enqueue_op(cl_command_queue q, const bench_cfg *c, const ch
                           ev);
 }
 
+/* Inputs rotated on CPUs, by the device runs and the host peers alike: more than
+   a last-level cache (tools/compare.py rotates PyTorch's and numpy's the same). */
+enum { CPU_ROTATE_BYTES = 64 << 20 };
+
 /* Random, non-zero data with a per-row offset, converted to the dtype. */
 static void fill(void *dst, clnorm_dtype d, size_t n, size_t cols, uint64_t seed)
 {
@@ -172,7 +176,7 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
         return -1;
     }
     /* Rotate inputs so that together they exceed the last-level cache. */
-    size_t rotate_bytes = cpu ? ((size_t)64 << 20) : ((size_t)512 << 20);
+    size_t rotate_bytes = cpu ? (size_t)CPU_ROTATE_BYTES : ((size_t)512 << 20);
     int nin = (int)((rotate_bytes + bytes - 1) / bytes);
     if (nin < 2) nin = 2;
     if (nin > 16) nin = 16;
@@ -284,14 +288,14 @@ static void scalar_op(const char *op, size_t rows, size_t cols, const float *x, 
     }
 }
 
-/* The host peers rotate their inputs past the last-level cache (64 MB) as the
-   device runs do, so that none of them reads a warm cache. */
-enum { HOST_ROTATE_BYTES = 64 << 20, HOST_MAX_INPUTS = 64 };
+/* The host peers rotate their inputs past the last-level cache as the CPU device
+   runs do (CPU_ROTATE_BYTES), so that none of them reads a warm cache. */
+enum { HOST_MAX_INPUTS = 64 };
 
 static int bench_host_shape(const bench_cfg *c, const shape *sh, result *res)
 {
     size_t n = sh->rows * sh->cols;
-    size_t nin = (HOST_ROTATE_BYTES + n * 4 - 1) / (n * 4);
+    size_t nin = (CPU_ROTATE_BYTES + n * 4 - 1) / (n * 4);
     if (nin < 2) nin = 2;
     if (nin > HOST_MAX_INPUTS) nin = HOST_MAX_INPUTS;
     float *xs[HOST_MAX_INPUTS] = {0}, *y = malloc(n * 4), *g = malloc(sh->cols * 4);

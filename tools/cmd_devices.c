@@ -47,7 +47,8 @@ static void print_kernels(const cln_device_ref *r, const cln_profile *p)
         for (int k = 0; k < CLN_K_COUNT; k++) {
             cln_kernel_lease l;
             clnorm_status st =
-                cln_kernel_acquire(ctx, r->device, p, dts[d], path, (cln_kernel_id)k, &l);
+                cln_kernel_acquire(ctx, r->device, p, dts[d], path, (cln_kernel_id)k,
+                                   cln_programs_one(p), &l);
             if (st) {
                 tool_report(cln_kernel_name((cln_kernel_id)k), st);
                 break;
