@@ -32,6 +32,7 @@ typedef struct result {
     size_t rows, cols;
     char plan[160];
     double ms, gbps;
+    double copy_gbps; /* clEnqueueCopyBuffer of the same bytes, same run (0: none) */
 } result;
 
 /* Seconds between the marker enqueued just before an operation and the end of the
@@ -159,6 +160,50 @@ static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int re
     return best;
 }
 
+/* Times reps repeats of batch calls back to back (inputs rotated over the nin x),
+   into t in seconds per call; copy times clEnqueueCopyBuffer of one input to y
+   instead of the operation. Returns 0 when a call failed. With --batch N the host's
+   work of one call hides behind the device's work of the one before. */
+static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, int batch, int reps,
+                      int nin, cl_mem *x, cl_mem y, cl_mem r, cl_mem gamma, int copy, double *t,
+                      clnorm_status *st)
+{
+    size_t bytes = sh->rows * sh->cols * (c->dtype == CLNORM_F32 ? 4 : 2);
+    int ok = 1;
+    for (int i = 0; ok && i < reps; i++) {
+        cl_event m = NULL, e = NULL;
+        double w0 = tool_now();
+        clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
+        for (int b = 0; ok && b < batch; b++) {
+            if (e) clReleaseEvent(e), e = NULL;
+            cl_mem in = x[(i * batch + b) % nin];
+            /* Only the last call asks for an event, as a loop of calls in an
+               application would: NVIDIA's driver takes 7 us more per call that does
+               (bench/hostcost.c: 4.2 us an enqueue, 11.7 with an event). */
+            cl_event *ev = b + 1 == batch ? &e : NULL;
+            if (copy) {
+                ok = clEnqueueCopyBuffer(q, in, y, 0, 0, bytes, 0, NULL, ev) == CL_SUCCESS;
+            } else if ((*st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, in, y, r, gamma, ev))) {
+                tool_report(sh->op, *st);
+                ok = 0;
+            }
+        }
+        if (ok) {
+            clWaitForEvents(1, &e);
+            /* Drivers without working profiling (Rusticl 22) report zeros: fall back
+               to the wall clock around enqueue and wait. */
+            double w = tool_now() - w0;
+            t[i] = event_seconds(m, e);
+            if (t[i] <= 0.05 * w) t[i] = w;
+            t[i] /= batch;
+        }
+        if (e) clReleaseEvent(e);
+        if (m) clReleaseEvent(m);
+    }
+    clFinish(q);
+    return ok;
+}
+
 static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id dev,
                               const bench_cfg *c, const shape *sh, result *res)
 {
@@ -216,35 +261,15 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
             clReleaseEvent(e);
         }
     }
-    /* With --batch N, each repeat times N calls back to back (inputs still rotated)
-       and counts a call as a N-th: the device's throughput, with the host's work of
-       one call hidden behind the device's work of the one before. */
     int batch = c->batch > 0 ? c->batch : 1;
-    for (int i = 0; ok && i < reps; i++) {
-        cl_event m = NULL, e = NULL;
-        double w0 = tool_now();
-        clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
-        for (int b = 0; ok && b < batch; b++) {
-            if (e) clReleaseEvent(e), e = NULL;
-            /* Only the last call asks for an event, as a loop of calls in an
-               application would: NVIDIA's driver takes 7 us more per call that does
-               (bench/hostcost.c: 4.2 us an enqueue, 11.7 with an event). */
-            st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, x[(i * batch + b) % nin], y, r,
-                            gamma, b + 1 == batch ? &e : NULL);
-            if (st) tool_report(sh->op, st), ok = 0;
-        }
-        if (ok) {
-            clWaitForEvents(1, &e);
-            /* Drivers without working profiling (Rusticl 22) report zeros: fall back
-               to the wall clock around enqueue and wait. */
-            double w = tool_now() - w0;
-            t[i] = event_seconds(m, e);
-            if (t[i] <= 0.05 * w) t[i] = w; /* profiling that does not work (Rusticl 22) */
-            t[i] /= batch;
-        }
-        if (e) clReleaseEvent(e);
-        if (m) clReleaseEvent(m);
-    }
+    double tc[64];
+    int have_copy = 0;
+    if (ok) ok = time_calls(q, c, sh, batch, reps, nin, x, y, r, gamma, 0, t, &st);
+    /* The copy at this size: clEnqueueCopyBuffer from the same rotated inputs to the
+       same output, timed the same way. Small shapes cannot reach the bandwidth of a
+       1 GB copy (ramp-up and drain of a kernel of a few microseconds), and this says
+       how much of the gap is that. */
+    if (ok) have_copy = time_calls(q, c, sh, batch, reps, nin, x, y, r, gamma, 1, tc, &st);
     if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
                                              sh->op, sh->rows, sh->cols);
     /* Describe the plan that ran (after the tuning table and the kernels' limits). */
@@ -263,6 +288,8 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     if (!ok) return 1;
     res->ms = tool_median(t, (size_t)reps) * 1e3;
     res->gbps = op_bytes(sh->op, sh->rows, sh->cols, es) / (res->ms * 1e-3) * 1e-9;
+    double cs = have_copy ? tool_median(tc, (size_t)reps) : 0;
+    res->copy_gbps = cs > 0 ? 2.0 * (double)bytes / cs * 1e-9 : 0;
     return 0;
 }
 
@@ -342,7 +369,9 @@ static void usage(FILE *f)
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
             "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
             "prints the plan, time, GB/s (bytes read plus written) and the percentage of\n"
-            "the device's buffer-copy bandwidth measured in the same run. --quick runs the\n"
+            "the device's buffer-copy bandwidth measured in the same run: of a 1 GB copy\n"
+            "(64 MB on CPUs) and of a copy of the shape's own bytes through the same\n"
+            "buffers (%%copy@sz: what ramp-up and drain leave of it). --quick runs the\n"
             "subset for small machines. --batch N times N calls back to back per repeat\n"
             "(device throughput; the default 1 times single calls, host work included).\n"
             "--impl scalar/memcpy time host C loops instead.\n"
@@ -360,18 +389,18 @@ static void write_results(const bench_cfg *c, const char *device, double copy, r
                 c->impl, device, copy);
         for (int i = 0; i < n; i++)
             fprintf(fj, "  {\"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
-                    "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f}%s\n",
+                    "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f, \"copy_size_gbps\": %.2f}%s\n",
                     rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
-                    rs[i].ms, rs[i].gbps, i + 1 < n ? "," : "");
+                    rs[i].ms, rs[i].gbps, rs[i].copy_gbps, i + 1 < n ? "," : "");
         fprintf(fj, "]}\n");
         if (fj != stdout) fclose(fj);
     }
     if (fc) {
-        fprintf(fc, "impl,device,op,dtype,rows,cols,plan,ms,gbps,copy_gbps\n");
+        fprintf(fc, "impl,device,op,dtype,rows,cols,plan,ms,gbps,copy_gbps,copy_size_gbps\n");
         for (int i = 0; i < n; i++)
-            fprintf(fc, "%s,\"%s\",%s,%s,%zu,%zu,\"%s\",%.5f,%.2f,%.2f\n", c->impl, device,
+            fprintf(fc, "%s,\"%s\",%s,%s,%zu,%zu,\"%s\",%.5f,%.2f,%.2f,%.2f\n", c->impl, device,
                     rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
-                    rs[i].ms, rs[i].gbps, copy);
+                    rs[i].ms, rs[i].gbps, copy, rs[i].copy_gbps);
         if (fc != stdout) fclose(fc);
     }
 }
@@ -455,8 +484,8 @@ int cmd_bench(int argc, char **argv)
         printf("empty kernel, back to back: %.1f us per launch on the device, %.1f us to "
                "enqueue\n", launch_dev, launch_host);
     }
-    printf("%-12s %-5s %15s  %-52s %10s %9s %7s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
-           host ? "" : "%copy");
+    printf("%-12s %-5s %15s  %-52s %10s %9s %7s %9s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
+           host ? "" : "%copy", host ? "" : "%copy@sz");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
     result rs[3 * (sizeof grid / sizeof grid[0])];
     for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
@@ -490,6 +519,7 @@ int cmd_bench(int argc, char **argv)
             printf("%-12s %-5s %15s  %-52s %10.4f %9.1f", r->op, cln_dtype_name(c.dtype), shape_s,
                    r->plan, r->ms, r->gbps);
             if (!host && copy > 0) printf(" %6.1f%%", 100.0 * r->gbps / copy);
+            if (!host && r->copy_gbps > 0) printf(" %8.1f%%", 100.0 * r->gbps / r->copy_gbps);
             printf("\n");
             n++;
         }

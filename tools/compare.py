@@ -156,15 +156,22 @@ def main():
                   key=lambda k: (k[0], k[1], k[2] * k[3], k[3]))
     table = {name: {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in rs} for name, rs in impls.items()}
     names = list(impls)
+    # Each clnorm device's share of its 1 GB copy and of a copy of the shape's own bytes
+    # (small shapes cannot reach the former: a kernel's ramp-up and drain).
+    pct = [f"{n} % of copy" for n in copy] + [f"{n} % of copy at size" for n in copy]
     lines = ["| op | dtype | shape | " + " | ".join(f"{n} GB/s" for n in names) + " | " +
-             " | ".join(f"{names[0]} / {n}" for n in names[1:]) + " |",
-             "|" + "---|" * (3 + 2 * len(names) - 1)]
+             " | ".join([f"{names[0]} / {n}" for n in names[1:]] + pct) + " |",
+             "|" + "---|" * (3 + 2 * len(names) - 1 + len(pct))]
     for k in keys:
         base = table[names[0]].get(k)
         cells = [f"{table[n][k]['gbps']:.1f}" if k in table[n] else "" for n in names]
         ratios = [f"{base['gbps'] / table[n][k]['gbps']:.2f}x" if base and k in table[n] else ""
                   for n in names[1:]]
-        lines.append(f"| {k[0]} | {k[1]} | {k[2]}x{k[3]} | " + " | ".join(cells + ratios) + " |")
+        shares = [f"{100 * table[n][k]['gbps'] / c:.0f} %" if k in table[n] and c else ""
+                  for n, c in copy.items()]
+        shares += [f"{100 * table[n][k]['gbps'] / table[n][k]['copy_size_gbps']:.0f} %"
+                   if k in table[n] and table[n][k].get("copy_size_gbps") else "" for n in copy]
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]}x{k[3]} | " + " | ".join(cells + ratios + shares) + " |")
     for n, c in copy.items():
         lines.append(f"\n{n}: device buffer copy {c:.1f} GB/s (read + write)")
     md = "\n".join(lines) + "\n"
