@@ -111,31 +111,18 @@ inline uint2 cln_packw(float4 v)
     return w;
 }
 #else
-/* Lane-wise on four lanes, as cln_unpack2/cln_pack2 do on two (Oclgrind's
-   --uninitialized check crashed on the float4 built of two float2). */
+/* Unpacked lane-wise (Oclgrind's --uninitialized check crashed on the float4 built of
+   two float2); packed as two words of two, so that the rounding and the NaN rule
+   live in cln_to_bf16 alone (NVIDIA's cln_pack2 is one instruction per pair). */
 #ifdef __ENDIAN_LITTLE__
 inline float4 cln_unpackw(uint2 w)
 {
     return as_float4((uint4)(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
 }
-#if CLN_NV_BF16
-inline uint2 cln_packw(float4 v)
-{
-    return (uint2)(cln_nv_bf16x2(v.x, v.y), cln_nv_bf16x2(v.z, v.w));
-}
-#else
-inline uint2 cln_packw(float4 v)
-{
-    uint4 u = as_uint4(v);
-    uint4 r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    r = select(r, (u >> 16) | 0x40u, as_uint4(isnan(v))); /* NaN stays NaN */
-    return (uint2)(r.x | r.y << 16, r.z | r.w << 16);
-}
-#endif
 #else
 inline float4 cln_unpackw(uint2 w) { return (float4)(cln_unpack2(w.x), cln_unpack2(w.y)); }
-inline uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
 #endif
+inline uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
 #endif
 #else
 typedef uint cln_pw;
