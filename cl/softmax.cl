@@ -66,33 +66,40 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 #define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
 #define CLN_SUMW(f, WF) ((f) = CLN_PF_W((f), WF, m), CLN_PF_SUM(f))
 #define CLN_MAX1(f) (f)
-#define CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, WF)                                      \
+/* Each loop over the slots takes its bound N: n, or K itself where every work-item of
+   the group holds all K slots (FULL, uniform over the group), so that the compiler
+   drops the guards. Only the loops are versioned: the reductions between them hold
+   barriers and stay outside every branch on FULL. */
+#define CLN_REG_MAXLOOP(K, N, SLOT, MAXF)                                            \
+    _Pragma("unroll") for (uint i = 0; i < (K); i++)                                 \
+        if (i < (N)) m = fmax(m, MAXF(SLOT(i)));
+#define CLN_REG_WEIGH(K, N, FT, SLOT, SUMF, W, WF)                                   \
     _Pragma("unroll") for (uint i = 0; i < (K); i++) {                               \
-        if (i < n) {                                                                 \
+        if (i < (N)) {                                                               \
             FT f = SLOT(i);                                                          \
             l += SUMF(f, WF);                                                        \
             W(i, f);                                                                 \
         }                                                                            \
     }
-#define CLN_REG_SOFTMAX(K, FT, SLOT, MAXF, SUMF, W, OUT, KEPT, STORE)                    \
-    float m = -INFINITY, l = 0.0f;                                                   \
+#define CLN_REG_STORES(K, N, OUT, STORE, WF)                                         \
     _Pragma("unroll") for (uint i = 0; i < (K); i++)                                 \
-        if (i < n) m = fmax(m, MAXF(SLOT(i)));                                       \
+        if (i < (N)) STORE(i, OUT(i, WF) * sc);
+#define CLN_REG_SOFTMAX(K, FULL, FT, SLOT, MAXF, SUMF, W, OUT, KEPT, STORE)          \
+    float m = -INFINITY, l = 0.0f;                                                   \
+    if (FULL) { CLN_REG_MAXLOOP(K, K, SLOT, MAXF) }                                  \
+    else { CLN_REG_MAXLOOP(K, n, SLOT, MAXF) }                                       \
     if (!online) m = cln_max(m, scratch, lid, lane, team);                           \
     const float m_own = m;                                                           \
-    if (isfinite(m)) { CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, cln_w_fin) }              \
-    else { CLN_REG_WEIGH(K, FT, SLOT, SUMF, W, cln_w) }                              \
+    if (isfinite(m) && (FULL)) { CLN_REG_WEIGH(K, K, FT, SLOT, SUMF, W, cln_w_fin) } \
+    else if (isfinite(m)) { CLN_REG_WEIGH(K, n, FT, SLOT, SUMF, W, cln_w_fin) }      \
+    else { CLN_REG_WEIGH(K, n, FT, SLOT, SUMF, W, cln_w) }                           \
     if (online) cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team); \
     else l = cln_sum(l, scratch, lid, lane, team);                                   \
     /* Online: weights kept in place were taken under m_own. */                     \
     const float sc = cln_inv_sum(l) * (online && (KEPT) ? cln_w(m_own, m) : 1.0f);  \
-    if (isfinite(m)) {                                                               \
-        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
-            if (i < n) STORE(i, OUT(i, cln_w_fin) * sc);                             \
-    } else {                                                                         \
-        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
-            if (i < n) STORE(i, OUT(i, cln_w) * sc);                                 \
-    }
+    if (isfinite(m) && (FULL)) { CLN_REG_STORES(K, K, OUT, STORE, cln_w_fin) }       \
+    else if (isfinite(m)) { CLN_REG_STORES(K, n, OUT, STORE, cln_w_fin) }            \
+    else { CLN_REG_STORES(K, n, OUT, STORE, cln_w) }
 
 /* The row in registers: element i*team + lane of the row lives in v[i]. online == 0
    is the three-pass algorithm over the registers, online == 1 keeps (m, l) per
@@ -116,7 +123,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #pragma unroll
     for (uint i = 0; i < CLN_REG_K; i++)
         v[i] = i < n ? CLN_LOAD(xr, (ulong)i * team + lane) : -INFINITY;
-    CLN_REG_SOFTMAX(CLN_REG_K, float, CLN_SLOT_V, CLN_MAX1, CLN_SUM1, CLN_W_V, CLN_OUT_V, 1,
+    CLN_REG_SOFTMAX(CLN_REG_K, 0, float, CLN_SLOT_V, CLN_MAX1, CLN_SUM1, CLN_W_V, CLN_OUT_V, 1,
                     CLN_STORE_REG)
 }
 #endif
@@ -141,7 +148,19 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_SLOT_PW(i) cln_unpackw(v[i])
 #define CLN_UNPACKED(w) cln_unpackw(w)
 #define CLN_PACKED(w) (w)
-#define CLN_STORE_PAIR(i, o) (yr[(ulong)(i) * team + lane] = cln_packw(o))
+#define CLN_STORE_PAIR(i, o) (yr[(i) * team + lane] = cln_packw(o))
+/* Every work-item of the group holds all K of its slots: the row is exactly team * K
+   words and every row of the group exists (rows of a power-of-two length, mostly).
+   Uniform over the group. GPU builds only: CPUs run the paired kernels only when
+   forced, and PoCL's compile time grows with every copy of the loops. -DCLN_NO_FULL
+   turns it off, to measure what it saves. */
+#if defined(CLN_NO_FULL) || CLN_BLOCKED
+#define CLN_REG_FULL(K, words) 0
+#else
+#define CLN_REG_FULL(K, words)                                                       \
+    ((words) == (ulong)team * (K) &&                                                 \
+     ((ulong)get_group_id(0) + 1) * (get_local_size(0) / team) <= rows)
+#endif
 #define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT)                 \
     __kernel void clnorm_softmax_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *y, ulong yoff, \
@@ -151,11 +170,17 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         CLN_ROW_SETUP();                                                             \
         __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
         __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);             \
-        const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));      \
         RT v[K];                                                                     \
-        _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
-            v[i] = i < n ? LOADW(xr[(ulong)i * team + lane]) : (RT)0;                \
-        CLN_REG_SOFTMAX(K, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
+        const bool full = CLN_REG_FULL(K, cols / CLN_WORD);                          \
+        const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));      \
+        if (full) {                                                                  \
+            _Pragma("unroll") for (uint i = 0; i < (K); i++)                         \
+                v[i] = LOADW(xr[i * team + lane]);                                   \
+        } else {                                                                     \
+            _Pragma("unroll") for (uint i = 0; i < (K); i++)                         \
+                v[i] = i < n ? LOADW(xr[i * team + lane]) : (RT)0;                   \
+        }                                                                            \
+        CLN_REG_SOFTMAX(K, full, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
 CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,

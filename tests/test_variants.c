@@ -176,6 +176,39 @@ void test_variants(void)
     t_env_restore();
     CHECK(paired4 > 0, "no paired kernel ran in words of 4");
 
+    /* Rows that fill every slot of the team (cols == team * elements per work-item):
+       the paired softmax kernels then take their unguarded branch, in the first group;
+       the second group holds one row of four, so it takes the guarded one. Both
+       kernel sizes, every dtype, words of 2 and 4. */
+    size_t filled[2] = {0, 0};
+    for (size_t d = 0; d < COUNT_OF(dts); d++)
+        for (int op = OP_SOFTMAX_3PASS; op <= OP_SOFTMAX_ONLINE; op++)
+            for (size_t per = 8; per <= 64; per *= 2)
+                for (int w4 = 0; w4 < 2; w4++) {
+                    const size_t team = 16, cols = team * per;
+                    if (64 > dmax) continue;
+                    t_env_restore();
+                    t_setenv("CLNORM_VARIANT", "pair");
+                    if (w4) t_setenv("CLNORM_PAIR_WORD", "4");
+                    set_num("CLNORM_WORK_GROUP", 64);
+                    set_num("CLNORM_ROW_THREADS", team);
+                    op_args a;
+                    float *x, *g;
+                    make_problem(&R, &a, (top)op, 5, cols, &x, &g);
+                    a.dt = dts[d];
+                    cln_plan pl;
+                    char label[400];
+                    if (plan_and_run(prof, &a, 0, &pl, label, sizeof label) &&
+                        pl.variant == CLN_VAR_PAIR && cln_plan_reg_elems(&pl, a.dt) * team == cols)
+                        filled[pl.k1 == CLN_K_SM_PAIR_HALF]++;
+                    calls++;
+                    free(x);
+                    free(g);
+                }
+    t_env_restore();
+    CHECK(filled[0] > 0 && filled[1] > 0, "rows filling every slot ran the full paired "
+          "kernel %zu times and the half one %zu times", filled[0], filled[1]);
+
     /* CLNORM_TRACE=1 prints the plan that ran, one line per operation, on stderr. */
     FILE *tmp = tmpfile();
     int saved = dup(2);

@@ -98,6 +98,12 @@ static const sw_config configs[] = {
     {"pair wg4 team1 full16 w4", "pair", "4", "1", NULL, 3, 60, 1},
     {"pair wg8 team4 full16 w4", "pair", "8", "4", NULL, 3, 248, 1},
     {"pair wg6 team3 full16 w4", "pair", "6", "3", NULL, 3, 188, 1},
+    /* Rows that fill every slot of a team of 4 (16 or 32 floats, 32 or 64 16-bit
+       elements a work-item): the softmax kernels' unguarded branch in the first group
+       of GPU builds, the guarded one in the second, which holds one row of two. */
+    {"pair wg8 team4 filled64", "pair", "8", "4", NULL, 3, 64, 1},
+    {"pair wg8 team4 filled128", "pair", "8", "4", NULL, 3, 128, 1},
+    {"pair wg8 team4 filled256", "pair", "8", "4", NULL, 3, 256, 1},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
