@@ -151,14 +151,22 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_STORE_PAIR(i, o) (yr[(i) * team + lane] = cln_packw(o))
 /* Every work-item of the group holds all K of its slots: the row is exactly team * K
    words and every row of the group exists (rows of a power-of-two length, mostly).
-   Uniform over the group. GPU builds only: CPUs run the paired kernels only when
-   forced, and PoCL's compile time grows with every copy of the loops. -DCLN_NO_FULL
-   turns it off, to measure what it saves. */
+   Uniform over the group. H200, clnorm bench --batch 10, unguarded against guarded:
+   float32 1024x32768 (one group of 1024 an SM, whose own loads are all that is in
+   flight) 3.45-3.49 TB/s against 2.94-2.96; bf16 16384x1024, 4096x4096, 1024x32768
+   and 32768x8192 5 to 9 % faster; but float32 in teams under 512 (several groups an
+   SM) 1 to 2 % slower, so float32 keeps the guards there. GPU builds only: CPUs run
+   the paired kernels only when forced, and PoCL's compile time grows with every copy
+   of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
+   -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
+#ifndef CLN_FULL_F32_TEAM
+#define CLN_FULL_F32_TEAM 512
+#endif
 #if defined(CLN_NO_FULL) || CLN_BLOCKED
 #define CLN_REG_FULL(K, words) 0
 #else
 #define CLN_REG_FULL(K, words)                                                       \
-    ((words) == (ulong)team * (K) &&                                                 \
+    ((CLN_DTYPE != 0 || team >= CLN_FULL_F32_TEAM) && (words) == (ulong)team * (K) && \
      ((ulong)get_group_id(0) + 1) * (get_local_size(0) / team) <= rows)
 #endif
 #define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT)                 \

@@ -177,24 +177,30 @@ void test_variants(void)
     CHECK(paired4 > 0, "no paired kernel ran in words of 4");
 
     /* Rows that fill every slot of the team (cols == team * elements per work-item):
-       the paired softmax kernels then take their unguarded branch, in the first group;
-       the second group holds one row of four, so it takes the guarded one. Both
-       kernel sizes, every dtype, words of 2 and 4. */
+       on GPUs the paired softmax kernels then take their unguarded branch in the
+       first group (float32 in teams of 512 or more); the second group holds one row
+       of several, so it takes the guarded one. Both kernel sizes, every dtype, words
+       of 2 and 4. CPU builds have no such branch (the Oclgrind sweep runs the GPU
+       builds' on the CPU), and compiling these kernels for PoCL would double this
+       case's time. */
+    const int gpu = !(prof->type & CL_DEVICE_TYPE_CPU);
     size_t filled[2] = {0, 0};
-    for (size_t d = 0; d < COUNT_OF(dts); d++)
+    for (size_t d = 0; gpu && d < COUNT_OF(dts); d++)
         for (int op = OP_SOFTMAX_3PASS; op <= OP_SOFTMAX_ONLINE; op++)
             for (size_t per = 8; per <= 64; per *= 2)
                 for (int w4 = 0; w4 < 2; w4++) {
-                    const size_t team = 16, cols = team * per;
-                    if (64 > dmax) continue;
+                    /* float32 takes the unguarded branch in teams of 512 or more. */
+                    const size_t team = dts[d] == CLNORM_F32 ? 512 : 16, cols = team * per;
+                    const size_t wg = team < 64 ? 64 : 2 * team;
+                    if (wg > dmax) continue;
                     t_env_restore();
                     t_setenv("CLNORM_VARIANT", "pair");
                     if (w4) t_setenv("CLNORM_PAIR_WORD", "4");
-                    set_num("CLNORM_WORK_GROUP", 64);
+                    set_num("CLNORM_WORK_GROUP", wg);
                     set_num("CLNORM_ROW_THREADS", team);
                     op_args a;
                     float *x, *g;
-                    make_problem(&R, &a, (top)op, 5, cols, &x, &g);
+                    make_problem(&R, &a, (top)op, wg / team + 1, cols, &x, &g);
                     a.dt = dts[d];
                     cln_plan pl;
                     char label[400];
@@ -206,8 +212,8 @@ void test_variants(void)
                     free(g);
                 }
     t_env_restore();
-    CHECK(filled[0] > 0 && filled[1] > 0, "rows filling every slot ran the full paired "
-          "kernel %zu times and the half one %zu times", filled[0], filled[1]);
+    CHECK(!gpu || (filled[0] > 0 && filled[1] > 0), "rows filling every slot ran the full "
+          "paired kernel %zu times and the half one %zu times", filled[0], filled[1]);
 
     /* CLNORM_TRACE=1 prints the plan that ran, one line per operation, on stderr. */
     FILE *tmp = tmpfile();

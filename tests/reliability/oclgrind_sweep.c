@@ -33,7 +33,7 @@
 typedef struct sw_build { const char *name, *options; unsigned vec; const char *pair_word; } sw_build;
 static const sw_build builds[] = {
     {"native", NULL, 0, NULL},                                    /* as this device gets it */
-    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0", 1, NULL}, /* round-robin */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 1, NULL}, /* round-robin */
     /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
     {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, NULL},
     {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8, NULL},
@@ -41,7 +41,7 @@ static const sw_build builds[] = {
     {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8, NULL},
     {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16, NULL},
     /* As GPUs run: vector loops and paired words of 4 elements. */
-    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, "4"},
+    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 4, "4"},
 };
 #define NBUILDS (sizeof builds / sizeof builds[0])
 
@@ -100,7 +100,8 @@ static const sw_config configs[] = {
     {"pair wg6 team3 full16 w4", "pair", "6", "3", NULL, 3, 188, 1},
     /* Rows that fill every slot of a team of 4 (16 or 32 floats, 32 or 64 16-bit
        elements a work-item): the softmax kernels' unguarded branch in the first group
-       of GPU builds, the guarded one in the second, which holds one row of two. */
+       of the GPU builds (float32 too: -DCLN_FULL_F32_TEAM=1), the guarded one in the
+       second, which holds one row of two. */
     {"pair wg8 team4 filled64", "pair", "8", "4", NULL, 3, 64, 1},
     {"pair wg8 team4 filled128", "pair", "8", "4", NULL, 3, 128, 1},
     {"pair wg8 team4 filled256", "pair", "8", "4", NULL, 3, 256, 1},
