@@ -155,7 +155,9 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
    float32 1024x32768 (one group of 1024 an SM, whose own loads are all that is in
    flight) 3.45-3.49 TB/s against 2.94-2.96; bf16 16384x1024, 4096x4096, 1024x32768
    and 32768x8192 5 to 9 % faster; but float32 in teams under 512 (several groups an
-   SM) 1 to 2 % slower, so float32 keeps the guards there. GPU builds only: CPUs run
+   SM) 1 to 2 % slower, so float32 keeps the guards there, and its half kernel (teams
+   of 256 at most) has no unguarded copy at all: with one that is never taken, run 4
+   measured 16384x1024 and 4096x4096 3 % slower than without. GPU builds only: CPUs run
    the paired kernels only when forced, and PoCL's compile time grows with every copy
    of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
    -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
@@ -163,13 +165,14 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_FULL_F32_TEAM 512
 #endif
 #if defined(CLN_NO_FULL) || CLN_BLOCKED
-#define CLN_REG_FULL(K, words) 0
+#define CLN_REG_FULL(HAS, K, words) 0
 #else
-#define CLN_REG_FULL(K, words)                                                       \
-    ((CLN_DTYPE != 0 || team >= CLN_FULL_F32_TEAM) && (words) == (ulong)team * (K) && \
+#define CLN_REG_FULL(HAS, K, words)                                                  \
+    ((HAS) && (CLN_DTYPE != 0 || team >= CLN_FULL_F32_TEAM) &&                       \
+     (words) == (ulong)team * (K) &&                                                 \
      ((ulong)get_group_id(0) + 1) * (get_local_size(0) / team) <= rows)
 #endif
-#define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT)                 \
+#define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT, HAS_FULL)       \
     __kernel void clnorm_softmax_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *y, ulong yoff, \
         ulong yld, ulong rows, ulong cols, uint online, uint team,                   \
@@ -179,7 +182,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
         __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);             \
         RT v[K];                                                                     \
-        const bool full = CLN_REG_FULL(K, cols / CLN_WORD);                          \
+        const bool full = CLN_REG_FULL(HAS_FULL, K, cols / CLN_WORD);                \
         const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));      \
         if (full) {                                                                  \
             _Pragma("unroll") for (uint i = 0; i < (K); i++)                         \
@@ -192,11 +195,11 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
 CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
-                   CLN_OUT_PW, CLN_KEPT_PW)
+                   CLN_OUT_PW, CLN_KEPT_PW, 1)
 #endif
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair_half
 CLN_SM_PAIR_KERNEL(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V, CLN_W_V,
-                   CLN_OUT_V, 1)
+                   CLN_OUT_V, 1, CLN_DTYPE != 0)
 #endif
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
