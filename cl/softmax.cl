@@ -158,10 +158,10 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
    SM) 1 to 2 % slower, so float32 keeps the guards there, and its half kernel (teams
    of 256 at most) has no unguarded copy at all: 16384x1024 and 4096x4096 ran 3 %
    slower with one that is never taken (bench/results/h200-2026-12-01-s8-run6-*
-   against -run5-*). GPU builds only: CPUs run
-   the paired kernels only when forced, and PoCL's compile time grows with every copy
-   of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
-   -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
+   against -run5-*). GPU builds only: CPUs run the paired kernels only when forced,
+   and PoCL's compile time grows with every copy of the loops. -DCLN_NO_FULL turns it
+   off, to measure what it saves; -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's
+   small teams reach it in float32. */
 #ifndef CLN_FULL_F32_TEAM
 #define CLN_FULL_F32_TEAM 512
 #endif
