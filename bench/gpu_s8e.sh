@@ -1,6 +1,7 @@
 #!/bin/bash
 # Fifth H200 run of the eighth session (2026-12-01): float32's half paired kernel has no
 # unguarded copy at all (run 4: one never taken cost 3 %). The NVIDIA suite, the
+# Not run in the eighth session: too little device time was left to start a machine.
 # float32 softmax grid, then tools/compare.py. Results to $OUT.
 . "$(dirname "$0")/gpu_common.sh"
 nv_suite 100
