@@ -6,13 +6,8 @@
    Checked against a float64 reference; prints GB/s (median of 21, inputs rotated) and,
    with -cl-nv-verbose, the registers each form uses. Not part of the build:
    gcc -O2 lmprobe.c -lOpenCL -lm -o lmprobe && ./lmprobe [platform-substring] */
-#define CL_TARGET_OPENCL_VERSION 120
-#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
-#include <CL/cl.h>
+#include "probe.h"
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define ROWS 1024
 #define COLS 32768
@@ -106,28 +101,12 @@ static const char *src =
     "#endif\n"
     "}\n";
 
-#define CK(e)                                                                        \
-    do {                                                                             \
-        cl_int e_ = (e);                                                             \
-        if (e_ != CL_SUCCESS) {                                                      \
-            fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #e, e_);          \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Seconds per call of 10 calls back to back (inputs rotated), from the end of a marker
    before them to the end of the last, median of 9: what clnorm bench --batch 10
    measures. k == NULL: clEnqueueCopyBuffer. */
-static double batch_seconds(cl_command_queue q, cl_kernel k, void *unused, cl_mem *xs, cl_mem y,
-                            size_t bytes, size_t g, size_t l)
+static double batch_seconds(cl_command_queue q, cl_kernel k, cl_mem *xs, cl_mem y, size_t bytes,
+                            size_t g, size_t l)
 {
-    (void)unused;
     double t[9];
     for (int r = 0; r < 9; r++) {
         cl_event m, e = NULL;
@@ -150,25 +129,15 @@ static double batch_seconds(cl_command_queue q, cl_kernel k, void *unused, cl_me
         clReleaseEvent(e);
         t[r] = (t1 - t0) * 1e-9 / 10;
     }
-    qsort(t, 9, sizeof *t, cmpd);
+    qsort(t, 9, sizeof *t, probe_cmpd);
     return t[4];
 }
 
 int main(int argc, char **argv)
 {
-    cl_platform_id plats[8];
-    cl_uint np = 0;
     cl_device_id dev;
-    CK(clGetPlatformIDs(8, plats, &np));
-    int found = 0, nv = 0;
-    for (cl_uint i = 0; i < np && !found; i++) {
-        char name[256];
-        clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (argc > 1 && !strstr(name, argv[1])) continue;
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) == CL_SUCCESS) found = 1;
-        nv = strstr(name, "NVIDIA") != NULL;
-    }
-    if (!found) return 77;
+    int nv = 0;
+    if (!probe_device(argc > 1 ? argv[1] : NULL, &dev, &nv)) return 77;
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     CK(err);
@@ -185,7 +154,7 @@ int main(int argc, char **argv)
     }
     /* h now holds the last input (xs[ROT - 1]): the reference's. */
     printf("clEnqueueCopyBuffer of one input, back to back: %.0f GB/s\n",
-           2.0 * bytes / batch_seconds(q, NULL, NULL, xs, y, bytes, 0, 0) * 1e-9);
+           2.0 * bytes / batch_seconds(q, NULL, xs, y, bytes, 0, 0) * 1e-9);
     const struct { unsigned team, kr, kl, generic; } forms[] = {
         {1024, 8, 0, 0}, {1024, 8, 0, 1}, {512, 16, 0, 0}, {512, 16, 0, 1}, {512, 12, 4, 0},
         {256, 32, 0, 0},
@@ -251,10 +220,10 @@ int main(int argc, char **argv)
                 worst = e > worst ? e : worst;
             }
         }
-        qsort(t, 21, sizeof *t, cmpd);
+        qsort(t, 21, sizeof *t, probe_cmpd);
         printf(" %.0f GB/s, max rel err %.2e %s; back to back: %.0f GB/s\n",
                2.0 * bytes / t[10] * 1e-9, worst, worst < 2e-5 ? "ok" : "WRONG",
-               2.0 * bytes / batch_seconds(q, k, NULL, xs, y, bytes, g, l) * 1e-9);
+               2.0 * bytes / batch_seconds(q, k, xs, y, bytes, g, l) * 1e-9);
         clReleaseKernel(k);
         clReleaseProgram(p);
     }

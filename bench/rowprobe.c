@@ -9,12 +9,7 @@
      before reducing and storing the current one.
    Each kernel's output is checked against its input. Not part of the build:
    gcc -O2 rowprobe.c -lOpenCL -o rowprobe && ./rowprobe [platform-substring] */
-#define CL_TARGET_OPENCL_VERSION 120
-#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
-#include <CL/cl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "probe.h"
 
 #define ROT 4 /* buffer pairs rotated; 4 x 32 MB inputs exceed the H200's 50 MB L2 */
 
@@ -56,24 +51,9 @@ static const char *src =
     "    }\n"
     "}\n";
 
-#define CK(e)                                                                        \
-    do {                                                                             \
-        cl_int e_ = (e);                                                             \
-        if (e_ != CL_SUCCESS) {                                                      \
-            fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #e, e_);          \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
 static cl_context ctx;
 static cl_command_queue q;
 static cl_device_id dev;
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double ev_ms(cl_event e)
 {
@@ -112,7 +92,7 @@ static double timeit(cl_kernel k, cl_mem *xs, cl_mem *ys, size_t bytes, size_t g
         double ms = ev_ms(e);
         if (r >= 0) t[r] = ms;
     }
-    qsort(t, REPS, sizeof *t, cmpd);
+    qsort(t, REPS, sizeof *t, probe_cmpd);
     return 2.0 * bytes / (t[REPS / 2] * 1e-3) / 1e9;
 }
 
@@ -135,17 +115,7 @@ struct shape {
 
 int main(int argc, char **argv)
 {
-    cl_platform_id plats[8];
-    cl_uint np = 0;
-    CK(clGetPlatformIDs(8, plats, &np));
-    int found = 0;
-    for (cl_uint i = 0; i < np && !found; i++) {
-        char name[256];
-        clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (argc > 1 && !strstr(name, argv[1])) continue;
-        if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) == CL_SUCCESS) found = 1;
-    }
-    if (!found) return 77;
+    if (!probe_device(argc > 1 ? argv[1] : NULL, &dev, NULL)) return 77;
     char dname[256];
     cl_uint cus;
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof dname, dname, NULL);

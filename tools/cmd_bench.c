@@ -161,14 +161,13 @@ static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int re
 }
 
 /* Times reps repeats of batch calls back to back (inputs rotated over the nin x),
-   into t in seconds per call; copy times clEnqueueCopyBuffer of one input to y
-   instead of the operation. Returns 0 when a call failed. With --batch N the host's
-   work of one call hides behind the device's work of the one before. */
+   into t in seconds per call; copy_bytes > 0 times clEnqueueCopyBuffer of that much of
+   one input to y instead of the operation. Returns 0 when a call failed. With --batch
+   N the host's work of one call hides behind the device's work of the one before. */
 static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, int batch, int reps,
-                      int nin, cl_mem *x, cl_mem y, cl_mem r, cl_mem gamma, int copy, double *t,
-                      clnorm_status *st)
+                      int nin, cl_mem *x, cl_mem y, cl_mem r, cl_mem gamma, size_t copy_bytes,
+                      double *t, clnorm_status *st)
 {
-    size_t bytes = sh->rows * sh->cols * (c->dtype == CLNORM_F32 ? 4 : 2);
     int ok = 1;
     for (int i = 0; ok && i < reps; i++) {
         cl_event m = NULL, e = NULL;
@@ -181,8 +180,8 @@ static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, i
                application would: NVIDIA's driver takes 7 us more per call that does
                (bench/hostcost.c: 4.2 us an enqueue, 11.7 with an event). */
             cl_event *ev = b + 1 == batch ? &e : NULL;
-            if (copy) {
-                ok = clEnqueueCopyBuffer(q, in, y, 0, 0, bytes, 0, NULL, ev) == CL_SUCCESS;
+            if (copy_bytes) {
+                ok = clEnqueueCopyBuffer(q, in, y, 0, 0, copy_bytes, 0, NULL, ev) == CL_SUCCESS;
             } else if ((*st = enqueue_op(q, c, sh->op, sh->rows, sh->cols, in, y, r, gamma, ev))) {
                 tool_report(sh->op, *st);
                 ok = 0;
@@ -269,7 +268,7 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
        same output, timed the same way. Small shapes cannot reach the bandwidth of a
        1 GB copy (ramp-up and drain of a kernel of a few microseconds), and this says
        how much of the gap is that. */
-    if (ok) have_copy = time_calls(q, c, sh, batch, reps, nin, x, y, r, gamma, 1, tc, &st);
+    if (ok) have_copy = time_calls(q, c, sh, batch, reps, nin, x, y, r, gamma, bytes, tc, &st);
     if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
                                              sh->op, sh->rows, sh->cols);
     /* Describe the plan that ran (after the tuning table and the kernels' limits). */
