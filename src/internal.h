@@ -246,6 +246,13 @@ CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
 CLN_HIDDEN void cln_env_begin(void);
 CLN_HIDDEN void cln_env_end(void);
 CLN_HIDDEN const char *cln_getenv(const char *name);
+/* Whether a program about to load PoCL should pin its CPU worker threads by setting
+   POCL_AFFINITY=1 (PoCL then pins worker i to CPU i): only where POCL_AFFINITY is
+   unset (NULL or empty), there are at least two CPUs, and the process may run on
+   each of CPUs 0 to cpus - 1 (allowed_prefix: how many of them, counting from 0, its
+   affinity mask holds), so that no worker is pinned to a CPU it may not use. */
+CLN_HIDDEN int cln_pocl_pin_wanted(const char *pocl_affinity, size_t cpus,
+                                   size_t allowed_prefix);
 
 /* ---- validate.c ------------------------------------------------------------------ */
 CLN_HIDDEN size_t cln_dtype_size(clnorm_dtype d);

@@ -45,7 +45,8 @@
     X(status_strings, 0)                                                               \
     X(version, 0)                                                                      \
     X(plan, 0)                                                                         \
-    X(build_options, 0)
+    X(build_options, 0)                                                                \
+    X(pocl_pin, 0)
 
 #define TEST_DECLARE_(name, dev) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

@@ -1,6 +1,12 @@
 /* `clnorm`: the command-line face of the library. This file holds the dispatch
    table, the top-level help and the small helpers every subcommand shares. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "tool.h"
+
+#ifdef __linux__
+#include <sched.h>
+#include <unistd.h>
+#endif
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +47,48 @@ static void usage(FILE *f)
             "CLNORM_REDUCTION (auto|subgroup|local), CLNORM_KERNEL_DIR, CLNORM_CACHE_DIR.\n");
 }
 
+int tool_pocl_pinned;
+
+/* Pins PoCL's worker threads (src/env.c says why and what was measured) unless the
+   user chose, before the first OpenCL call loads PoCL and reads POCL_AFFINITY. */
+static void pin_pocl_workers(void)
+{
+#ifdef __linux__
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    size_t prefix = 0;
+    if (online > 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+        while ((long)prefix < online && prefix < CPU_SETSIZE && CPU_ISSET(prefix, &set))
+            prefix++;
+    if (cln_pocl_pin_wanted(getenv("POCL_AFFINITY"), online > 0 ? (size_t)online : 0, prefix) &&
+        setenv("POCL_AFFINITY", "1", 0) == 0)
+        tool_pocl_pinned = 1;
+#endif
+}
+
+const char *tool_pocl_note(cl_command_queue q)
+{
+    cl_device_id dev = NULL;
+    cl_platform_id plat = NULL;
+    char name[128] = "";
+    if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) != CL_SUCCESS ||
+        clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
+        !strstr(name, "Portable Computing Language"))
+        return NULL;
+    static char note[160];
+    const char *v = getenv("POCL_AFFINITY");
+    if (tool_pocl_pinned)
+        snprintf(note, sizeof note, "PoCL worker threads pinned to CPUs (POCL_AFFINITY=1, set by "
+                 "clnorm; POCL_AFFINITY=0 leaves them to the scheduler)");
+    else if (v && *v)
+        snprintf(note, sizeof note, "PoCL worker threads: POCL_AFFINITY=%.40s, as set", v);
+    else
+        snprintf(note, sizeof note, "PoCL worker threads not pinned (this process may not run "
+                 "on every CPU)");
+    return note;
+}
+
 static const command *find_command(const char *name)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -61,6 +109,7 @@ int main(int argc, char **argv)
 {
     /* Line-buffered even into a pipe, so results and stderr messages keep order. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    pin_pocl_workers();
     if (argc < 2) {
         usage(stderr);
         return TOOL_USAGE;

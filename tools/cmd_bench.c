@@ -377,15 +377,15 @@ static void usage(FILE *f)
             "FILE may be - for standard output.\n");
 }
 
-static void write_results(const bench_cfg *c, const char *device, double copy, result *rs,
-                          int n)
+static void write_results(const bench_cfg *c, const char *device, const char *note,
+                          double copy, result *rs, int n)
 {
     FILE *fj = NULL, *fc = NULL;
     if (c->json) fj = strcmp(c->json, "-") ? fopen(c->json, "w") : stdout;
     if (c->csv) fc = strcmp(c->csv, "-") ? fopen(c->csv, "w") : stdout;
     if (fj) {
-        fprintf(fj, "{\"impl\": \"%s\", \"device\": \"%s\", \"copy_gbps\": %.2f, \"results\": [\n",
-                c->impl, device, copy);
+        fprintf(fj, "{\"impl\": \"%s\", \"device\": \"%s\", \"note\": \"%s\", \"copy_gbps\": %.2f, "
+                "\"results\": [\n", c->impl, device, note ? note : "", copy);
         for (int i = 0; i < n; i++)
             fprintf(fj, "  {\"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
                     "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f, \"copy_size_gbps\": %.2f}%s\n",
@@ -456,6 +456,7 @@ int cmd_bench(int argc, char **argv)
     int host = strcmp(c.impl, "clnorm") != 0;
     clnorm_session *s = NULL;
     const char *device = "host CPU";
+    const char *note = NULL; /* PoCL's worker threads, pinned or not */
     double copy = 0, launch_host = 0, launch_dev = 0;
     if (!host) {
         clnorm_status st = clnorm_session_create(c.device, &s);
@@ -471,6 +472,7 @@ int cmd_bench(int argc, char **argv)
         clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+        note = tool_pocl_note(q);
         copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
         launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
@@ -479,6 +481,7 @@ int cmd_bench(int argc, char **argv)
            c.repeats, c.batch > 1 ? " batches" : "");
     if (c.batch > 1) printf("each a batch of %d calls back to back\n", c.batch);
     if (!host) {
+        if (note) printf("%s\n", note);
         printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
         printf("empty kernel, back to back: %.1f us per launch on the device, %.1f us to "
                "enqueue\n", launch_dev, launch_host);
@@ -524,7 +527,7 @@ int cmd_bench(int argc, char **argv)
         }
     }
     fprintf(stderr, "\r%60s\r", "");
-    write_results(&c, device, copy, rs, n);
+    write_results(&c, device, note, copy, rs, n);
     clnorm_session_destroy(s);
     return failed ? TOOL_FAIL : TOOL_OK;
 }

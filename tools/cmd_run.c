@@ -438,6 +438,8 @@ int cmd_run(int argc, char **argv)
     printf("shape    %zu x %zu %s, seed %llu, warm-up + %zu timed batches, clnorm %s\n", c.rows,
            c.cols, dtype_name(c.dtype), (unsigned long long)c.seed, c.repeats,
            clnorm_version());
+    const char *pocl = tool_pocl_note(dd.q);
+    if (pocl) printf("%s\n", pocl);
     fflush(stdout);
     double t0 = tool_now();
     if (!times || !host_make(&h, &c, run_eps)) {

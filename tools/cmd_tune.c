@@ -436,6 +436,8 @@ int cmd_tune(int argc, char **argv)
 
     printf("device %s (%s), %s, median of %zu runs (us), built-in plan against the best\n\n",
            p->device_name, p->platform_name, quick ? "quick" : "full", repeats);
+    const char *pocl = tool_pocl_note(b.q);
+    if (pocl) printf("%s\n", pocl);
     printf("%-15s %-4s %15s %-30s %9s  %-30s %9s %7s\n", "operation", "type", "rows x cols",
            "built-in plan", "us", "best plan", "us", "gain");
     double log_sum = 0, worst = 1;

@@ -125,7 +125,7 @@ def main():
     a = ap.parse_args()
     dtypes = a.dtype.split(",")
     rep = a.repeats or (20 if a.torch_device == "cuda" else 5)
-    impls, copy = {}, {}
+    impls, copy, notes = {}, {}, {}
     env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
     for spec in a.device or [None]:
         for dt in dtypes:
@@ -137,6 +137,8 @@ def main():
             name = "clnorm " + j["device"]
             impls.setdefault(name, []).extend(j["results"])
             copy[name] = j["copy_gbps"]
+            if j.get("note"):
+                notes[name] = j["note"]
     if a.scalar:
         for impl in ("scalar", "memcpy"):
             j = run_clnorm(a.clnorm, ["--impl", impl, "--repeats", "3"] + (["--quick"] if a.quick else []))
@@ -174,6 +176,8 @@ def main():
         lines.append(f"| {k[0]} | {k[1]} | {k[2]}x{k[3]} | " + " | ".join(cells + ratios + shares) + " |")
     for n, c in copy.items():
         lines.append(f"\n{n}: device buffer copy {c:.1f} GB/s (read + write)")
+        if n in notes:
+            lines.append(f"{n}: {notes[n]}")
     md = "\n".join(lines) + "\n"
     print(md)
     with open(a.out + ".md", "w") as f:
