@@ -247,18 +247,39 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
    same float weight times the same 1/l. Float32 only: 16-bit storage would round the
    weight twice. q may be p (in place): each element is read before it is written, by
    the same work-item. */
+/* The vector loop adds its weights plainly within blocks of CLN_SUM_BLOCK chunks and
+   compensates only the blocks' sums: each lane's error stays under CLN_SUM_BLOCK
+   roundings of its sum (2e-6 relative), and where the row's maximum is finite (a test
+   uniform over the row) it takes exp without cln_w's special cases, which then cannot
+   occur. PoCL 3.1, AVX-512, clnorm bench --quick, four alternated rounds, GB/s: softmax
+   4096x4096 19.3-21.2 with a correction and a select per element, 22.5-24.9 this way;
+   64x128256 12.8-20.2 against 21.7-23.6; 8x262144 11.7-18.4 against 19.7-21.5. */
+#define CLN_SUM_BLOCK 32
+#define CLN_SUMEXP_STORE_LOOP(WV)                                                    \
+    CLN_FOR_CHUNKS(k, nc) {                                                          \
+        cln_fv w = WV;                                                               \
+        CLN_STOREV(q + h, k, w);                                                     \
+        bv += w;                                                                     \
+        if (++j == CLN_SUM_BLOCK) {                                                  \
+            CLN_KAHAN(lv, ev, bv);                                                   \
+            bv = 0.0f;                                                               \
+            j = 0;                                                                   \
+        }                                                                            \
+    }
 inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ulong n, float m,
                                   uint lane, uint team)
 {
     float l = 0.0f, e = 0.0f;
     CLN_LAYOUT(n, p, q, q);
 #if CLN_VEC > 1
-    cln_fv lv = 0.0f, ev = 0.0f;
-    CLN_FOR_CHUNKS(k, nc) {
-        cln_fv w = cln_wv(CLN_LOADV(p + h, k), m);
-        CLN_STOREV(q + h, k, w);
-        CLN_KAHAN(lv, ev, w);
+    cln_fv lv = 0.0f, ev = 0.0f, bv = 0.0f;
+    uint j = 0;
+    if (isfinite(m)) {
+        CLN_SUMEXP_STORE_LOOP(CLN_EXP(CLN_LOADV(p + h, k) - m))
+    } else {
+        CLN_SUMEXP_STORE_LOOP(cln_wv(CLN_LOADV(p + h, k), m))
     }
+    CLN_KAHAN(lv, ev, bv);
     l = cln_hsum(lv) - cln_hsum(ev);
 #endif
     CLN_FOR_REST(c, n, h, nc) {
