@@ -251,18 +251,33 @@ inline void cln_merge_parts(__global const float *part, ulong row, ulong slices,
     cln_pair(m, l, scratch, scratch + team, lid, lid, team);
 }
 
-/* Stage two of softmax: merge the row's partials, write this slice. */
+/* CPU builds of float32 keep the three-pass split's weights: clnorm_split_sumexp
+   stores exp(x - m) in y as it sums, and the last stage scales y in place, so exp is
+   taken once per element, as in the CPU three-pass kernel above. Other builds ignore
+   the y of clnorm_split_sumexp and the weighted flag of clnorm_split_softmax. */
+#define CLN_SPLIT_WEIGHTS (CLN_BLOCKED && CLN_DTYPE == 0)
+
+/* Stage two of softmax: merge the row's partials, write this slice (weighted: scale
+   the weights stage two of the three-pass split left there). */
 #if !CLN_ONLY || CLN_ONLY_clnorm_split_softmax
 __kernel void clnorm_split_softmax(__global const cln_t *x, ulong xoff, ulong xld,
                                    __global cln_t *y, ulong yoff, ulong yld, ulong cols,
                                    ulong slices, ulong slice_len, __global const float *part,
-                                   __local float *scratch)
+                                   uint weighted, __local float *scratch)
 {
     CLN_SPLIT_SETUP();
     float m, l;
     cln_merge_parts(part, row, slices, lid, team, scratch, &m, &l);
-    cln_seg_softmax_write(x + xoff + row * xld + c0, y + yoff + row * yld + c0, c1 - c0, m, l,
-                          lane, team);
+    __global cln_t *ys = y + yoff + row * yld + c0;
+#if CLN_SPLIT_WEIGHTS
+    if (weighted) {
+        cln_seg_scale_inplace(ys, c1 - c0, l, lane, team);
+        return;
+    }
+#else
+    (void)weighted;
+#endif
+    cln_seg_softmax_write(x + xoff + row * xld + c0, ys, c1 - c0, m, l, lane, team);
 }
 #endif
 
@@ -302,7 +317,8 @@ __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, u
 #endif
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_split_sumexp
-__kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+__kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld,
+                                  __global cln_t *y, ulong yoff, ulong yld, ulong cols,
                                   ulong slices, ulong slice_len, __global const float *maxima,
                                   __global float *part, __local float *scratch)
 {
@@ -310,7 +326,13 @@ __kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld
     float m = -INFINITY;
     for (ulong i = lid; i < slices; i += team) m = fmax(m, maxima[4 * (row * slices + i) + 2]);
     m = cln_max(m, scratch, lid, lane, team);
+#if CLN_SPLIT_WEIGHTS
+    float l = cln_seg_sumexp_store(x + xoff + row * xld + c0, y + yoff + row * yld + c0, c1 - c0,
+                                   m, lane, team);
+#else
+    (void)y, (void)yoff, (void)yld;
     float l = cln_seg_sumexp(x + xoff + row * xld + c0, c1 - c0, m, lane, team);
+#endif
     l = cln_sum(l, scratch, lid, lane, team);
     if (lid == 0) {
         part[4 * g] = m;

@@ -71,6 +71,9 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     cl_mem gamma = a->gamma ? a->gamma : a->x.mem; /* never read when has_gamma is 0 */
     float eps = a->eps;
     cl_uint update = a->update;
+    /* The three-pass split's last stage scales weights its second stage stored, in the
+       builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
+    cl_uint weighted = pl->op == CLN_OP_SOFTMAX_3PASS;
     if (kid == CLN_K_SPLIT_STATS_FINAL) {
         /* The only kernel that does not start with x: it reads the partials. */
         CLN_ARG(part); CLN_ARG(slices); CLN_ARG(a->row_max); CLN_ARG(a->row_sum);
@@ -112,6 +115,7 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         break;
     case CLN_K_SPLIT_SUMEXP:
         /* The maxima live in the partials buffer too (cl/softmax.cl). */
+        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(part);
         break;
     case CLN_K_SPLIT_RMS:
@@ -120,7 +124,7 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         break;
     case CLN_K_SPLIT_SM:
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(cols); CLN_ARG(slices);
-        CLN_ARG(slice_len); CLN_ARG(part);
+        CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(weighted);
         break;
     case CLN_K_SPLIT_STATS_FINAL:
     case CLN_K_COUNT:
