@@ -241,19 +241,14 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
 }
 
 #if CLN_BLOCKED && CLN_DTYPE == 0
-/* The CPU form of the three-pass softmax's second pass: q = exp(p - m) as it sums,
-   so that the last pass scales q in place instead of taking exp again (exp dominates
-   softmax on CPUs). The values are those of cln_seg_softmax_write, bit for bit: the
-   same float weight times the same 1/l. Float32 only: 16-bit storage would round the
-   weight twice. q may be p (in place): each element is read before it is written, by
-   the same work-item. */
-/* The vector loop adds its weights plainly within blocks of CLN_SUM_BLOCK chunks and
-   compensates only the blocks' sums: each lane's error stays under CLN_SUM_BLOCK
-   roundings of its sum (2e-6 relative), and where the row's maximum is finite (a test
-   uniform over the row) it takes exp without cln_w's special cases, which then cannot
-   occur. PoCL 3.1, AVX-512, clnorm bench --quick, four alternated rounds, GB/s: softmax
-   4096x4096 19.3-21.2 with a correction and a select per element, 22.5-24.9 this way;
-   64x128256 12.8-20.2 against 21.7-23.6; 8x262144 11.7-18.4 against 19.7-21.5. */
+/* cln_seg_sumexp_store's vector loop adds its weights plainly within blocks of
+   CLN_SUM_BLOCK chunks and compensates only the blocks' sums: each lane's error stays
+   under CLN_SUM_BLOCK roundings of its sum (2e-6 relative). Where the row's maximum is
+   finite (a test uniform over the row) it takes exp without cln_w's special cases,
+   which then cannot occur. PoCL 3.1, AVX-512, clnorm bench --quick, four alternated
+   rounds, GB/s: softmax 4096x4096 19.3-21.2 with a correction and a select per
+   element, 22.5-24.9 this way; 64x128256 12.8-20.2 against 21.7-23.6; 8x262144
+   11.7-18.4 against 19.7-21.5. */
 #define CLN_SUM_BLOCK 32
 #define CLN_SUMEXP_STORE_LOOP(WV)                                                    \
     CLN_FOR_CHUNKS(k, nc) {                                                          \
@@ -266,6 +261,13 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
             j = 0;                                                                   \
         }                                                                            \
     }
+
+/* The CPU form of the three-pass softmax's second pass: q = exp(p - m) as it sums,
+   so that the last pass scales q in place instead of taking exp again (exp dominates
+   softmax on CPUs). The values are those of cln_seg_softmax_write, bit for bit: the
+   same float weight times the same 1/l. Float32 only: 16-bit storage would round the
+   weight twice. q may be p (in place): each element is read before it is written, by
+   the same work-item. */
 inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ulong n, float m,
                                   uint lane, uint team)
 {
