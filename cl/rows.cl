@@ -146,7 +146,8 @@ inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane
 }
 
 /* Online (m, l): the old sum is rescaled whenever the maximum grows, per chunk in
-   the vector loop and per element in the tail, so each element costs one exp. */
+   the vector loop (per block of CLN_ONLINE_BLOCK chunks on CPUs) and per element in
+   the tail, so each element costs one exp. */
 #define CLN_ONLINE_BLOCK 16
 inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint team, float *m_out,
                            float *l_out)

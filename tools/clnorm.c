@@ -47,7 +47,8 @@ static void usage(FILE *f)
             "CLNORM_REDUCTION (auto|subgroup|local), CLNORM_KERNEL_DIR, CLNORM_CACHE_DIR.\n");
 }
 
-int tool_pocl_pinned;
+/* 1 when this process set POCL_AFFINITY=1 itself (pin_pocl_workers). */
+static int pocl_pinned;
 
 /* Pins PoCL's worker threads (src/env.c says why and what was measured) unless the
    user chose, before the first OpenCL call loads PoCL and reads POCL_AFFINITY. */
@@ -62,23 +63,20 @@ static void pin_pocl_workers(void)
             prefix++;
     if (cln_pocl_pin_wanted(getenv("POCL_AFFINITY"), online > 0 ? (size_t)online : 0, prefix) &&
         setenv("POCL_AFFINITY", "1", 0) == 0)
-        tool_pocl_pinned = 1;
+        pocl_pinned = 1;
 #endif
 }
 
 const char *tool_pocl_note(cl_command_queue q)
 {
     cl_device_id dev = NULL;
-    cl_platform_id plat = NULL;
-    char name[128] = "";
+    const cln_profile *prof = NULL;
     if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) != CL_SUCCESS ||
-        clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS ||
-        !strstr(name, "Portable Computing Language"))
+        cln_profile_get(dev, &prof) != CLNORM_SUCCESS || prof->pocl_major == 0)
         return NULL;
     static char note[160];
     const char *v = getenv("POCL_AFFINITY");
-    if (tool_pocl_pinned)
+    if (pocl_pinned)
         snprintf(note, sizeof note, "PoCL worker threads pinned to CPUs (POCL_AFFINITY=1, set by "
                  "clnorm; POCL_AFFINITY=0 leaves them to the scheduler)");
     else if (v && *v)

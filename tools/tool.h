@@ -42,8 +42,6 @@ void tool_report(const char *what, clnorm_status st);
 double tool_now(void);
 /* Median of v[0..n) (sorts v in place); 0 for n == 0. */
 double tool_median(double *v, size_t n);
-/* 1 when the tool set POCL_AFFINITY=1 at its start (see pin_pocl_workers). */
-extern int tool_pocl_pinned;
 /* On a PoCL device, one line saying whether PoCL's worker threads are pinned (static
    storage); NULL on other devices. */
 const char *tool_pocl_note(cl_command_queue q);
