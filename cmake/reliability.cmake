@@ -1,4 +1,4 @@
-# Reliability builds (issue 6): sanitizers, libFuzzer targets and the programs of
+# Reliability builds: sanitizers, libFuzzer targets and the programs of
 # tests/reliability. Included from the root CMakeLists.txt in two places:
 #   include(cmake/reliability.cmake)   before any target: sets the sanitizer flags
 #   clnorm_reliability_targets()       after the library: adds the programs

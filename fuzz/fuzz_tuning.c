@@ -101,8 +101,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char why[512] = "";
         clnorm_status st = cln_plan_make(&p, &lim, aop, dt, rows, cols, &pl, why, sizeof why);
         FZ_ASSERT(st == CLNORM_SUCCESS, "an applied entry does not plan: %s", why);
-        /* CLNORM_FUZZ_SKIP_KNOWN=1 lets a long run go past the finding reported in
-           RELIABILITY.md (an entry whose algorithm is another operation). */
+        /* CLNORM_FUZZ_SKIP_KNOWN=1 skips an entry whose algorithm is another
+           operation instead of failing on it, so that a long run goes on past that
+           kind of finding. */
         if (getenv("CLNORM_FUZZ_SKIP_KNOWN") && aop != op && op != CLN_OP_SOFTMAX_AUTO) {
             cln_tuning_reset();
             unlink(path);

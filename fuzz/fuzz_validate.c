@@ -280,7 +280,7 @@ static void device_call(fz *f, int fn)
     prob |= check_view(&x, rows, cols, es);
     /* Views that share no element but whose spans interleave with different leading
        dimensions: the library refuses them as overlapping (a conservative check,
-       reported in RELIABILITY.md); either answer is accepted. */
+       see RELIABILITY.md, 'Known limits'); either answer is accepted. */
     unsigned maybe = 0;
     if (fn != 3) {
         prob |= check_view(&y, rows, cols, es);
@@ -414,8 +414,8 @@ static void host_call(fz *f, int fn)
     void *py = (nulls & 2) ? NULL : y, *pr = (nulls & 4) ? NULL : r;
     const void *pg = (nulls & 8) ? NULL : g;
     float *pm = (nulls & 16) ? NULL : m, *pl = (nulls & 32) ? NULL : l;
-    /* With rows == 0 the host forms are no-ops: a bad eps or algo may be refused or
-       not (softmax_host checks algo, rmsnorm_host returns before eps). */
+    /* With rows == 0 the host forms are no-ops: the model accepts a bad eps or algo
+       there either refused or not. */
     unsigned maybe = 0, bad_enum = ((fn == 4 || fn == 7) && (!(eps >= 0.0f) || isinf(eps))) ||
                                    (fn == 5 && (algo < 0 || algo > 2));
     if (rows && !prob) {

@@ -1,7 +1,7 @@
 /* Internal to three files of the test runner: test_fused_common.c defines what
    test_fused.c (add_rmsnorm_values, add_rmsnorm_views) and test_extreme.c
-   (rmsnorm_extreme, lowp_special) both use. They were one file; the helpers kept their
-   names, none of which another test file or test.h defines. */
+   (rmsnorm_extreme, lowp_special) both use. No other test file nor test.h defines
+   these names. */
 #ifndef CLNORM_TESTS_FUSED_H
 #define CLNORM_TESTS_FUSED_H
 

@@ -510,8 +510,8 @@ void test_disk_cache_processes(void)
     prog_id_of(p, CLNORM_F32, dir, &id);
     /* One process fills the driver's own caches (its clnorm cache is a folder of its
        own), so that the 16 race on clnorm's cache and not on PoCL compiles: PoCL 3.1
-       fails a build now and then, with no log, when processes fill its cache at once
-       (1 of 16 processes in two CI runs, when the prewarm built another program). */
+       fails a build now and then, with no log, when several processes fill its cache
+       at once. */
     run_children(1, dir, "prewarm");
     double t0 = t_now();
     run_children(16, dir, "cold");

@@ -15,7 +15,7 @@
 
 typedef struct command {
     const char *name;
-    int (*fn)(int argc, char **argv); /* NULL: not written yet */
+    int (*fn)(int argc, char **argv);
     const char *summary;
 } command;
 
@@ -39,8 +39,7 @@ static void usage(FILE *f)
             "commands:\n",
             clnorm_version());
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-9s %s%s\n", commands[i].name, commands[i].summary,
-                commands[i].fn ? "" : " (not yet implemented)");
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n"
             "Every command takes --help. Environment: CLNORM_DEVICE (default device spec),\n"
@@ -94,15 +93,6 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
-static int dispatch(const command *c, int argc, char **argv)
-{
-    if (!c->fn) {
-        fprintf(stderr, "clnorm %s: not yet implemented\n", c->name);
-        return TOOL_USAGE;
-    }
-    return c->fn(argc, argv);
-}
-
 int main(int argc, char **argv)
 {
     /* Line-buffered even into a pipe, so results and stderr messages keep order. */
@@ -131,7 +121,7 @@ int main(int argc, char **argv)
         }
         char help[] = "--help";
         char *sub[] = {argv[2], help, NULL};
-        return dispatch(c, 2, sub);
+        return c->fn(2, sub);
     }
     const command *c = find_command(name);
     if (!c) {
@@ -139,7 +129,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return TOOL_USAGE;
     }
-    return dispatch(c, argc - 1, argv + 1);
+    return c->fn(argc - 1, argv + 1);
 }
 
 /* ---- helpers shared by the subcommands ---------------------------------------- */

@@ -11,7 +11,8 @@
 
 typedef struct shape { const char *op; size_t rows, cols; int quick; } shape;
 
-/* The grid of the performance issue; quick marks the subset for small machines. */
+/* The benchmark grid (the shapes BENCHMARKS.md reports); quick marks the subset for
+   small machines. */
 static const shape grid[] = {
     {"softmax", 4096, 128, 1},   {"softmax", 16384, 1024, 0}, {"softmax", 4096, 4096, 1},
     {"softmax", 1024, 32768, 0}, {"softmax", 64, 128256, 1},  {"softmax", 8, 262144, 1},
@@ -177,8 +178,8 @@ static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, i
             if (e) clReleaseEvent(e), e = NULL;
             cl_mem in = x[(i * batch + b) % nin];
             /* Only the last call asks for an event, as a loop of calls in an
-               application would: NVIDIA's driver takes 7 us more per call that does
-               (bench/hostcost.c: 4.2 us an enqueue, 11.7 with an event). */
+               application would: on some drivers a call that returns an event costs
+               several microseconds more host time (see docs/DESIGN.md). */
             cl_event *ev = b + 1 == batch ? &e : NULL;
             if (copy_bytes) {
                 ok = clEnqueueCopyBuffer(q, in, y, 0, 0, copy_bytes, 0, NULL, ev) == CL_SUCCESS;

@@ -117,8 +117,8 @@ static double time_batch(const tune_bufs *b, cln_op op, size_t k)
         cl_ulong t0 = prof_time(first, CL_PROFILING_COMMAND_START);
         cl_ulong t1 = prof_time(last ? last : first, CL_PROFILING_COMMAND_END);
         double prof = t1 > t0 ? (double)(t1 - t0) / 1e3 : 0;
-        /* A span under half the host's is not a time: Rusticl's counters, and PoCL
-           once gave 33 us for a batch of 2 ms runs. */
+        /* A profiled span under half the host's is not a time: Rusticl's counters
+           read zero, and PoCL's can report a small fraction of a batch's length. */
         us = (prof >= wall / 2 ? prof : wall) / (double)k;
     }
     clFinish(b->q);
@@ -139,8 +139,8 @@ static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
     if (n > 16) n = 16;
     /* Two warm-ups: the first run of a plan may build the program (NVIDIA: seconds)
        or compile for its work-group size (PoCL), and a batch sized on that is a
-       single run. So the first entry of every H200 tune, RMSNorm 8192x128 built-in,
-       was timed in single runs (22 to 34 us) and its rivals in batches (6 to 11). */
+       single run, which times launch latency rather than the kernel and would make
+       that plan lose to rivals timed in batches. */
     double w = time_batch(b, op, 1);
     if (w < 0) return -1;
     if ((w = time_batch(b, op, 1)) < 0) return -1;

@@ -11,8 +11,9 @@
    end the resident set and the heap in use each grow by at most K KiB: by default
    200 bytes per cycle, at least 1 MiB. Anything the library could leak per cycle (a
    context, program, kernel or buffer, the 40 KB kernel source, a cache entry) is
-   kilobytes; PoCL 3.1 itself grows by about 40 to 90 bytes per cycle (measured with
-   --control, which makes the same OpenCL calls without clnorm). Under
+   kilobytes, while the OpenCL runtime itself grows by tens of bytes per cycle
+   (--control makes the same OpenCL calls without clnorm; RELIABILITY.md has the
+   numbers). Under
    LeakSanitizer (CLNORM_SANITIZE=address) the exit check covers host allocations. */
 #define _GNU_SOURCE
 #include "internal.h"
