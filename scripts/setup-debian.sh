@@ -4,7 +4,7 @@
 # suite runs on (PoCL for the CPU, Mesa Rusticl on llvmpipe). Run as root, or with
 # sudo available. Safe to run again.
 set -eu
-pkgs="build-essential cmake ocl-icd-opencl-dev opencl-headers clinfo pocl-opencl-icd mesa-opencl-icd"
+pkgs="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers clinfo pocl-opencl-icd mesa-opencl-icd"
 [ "${CLNORM_SETUP_EXTRA:-}" ] && pkgs="$pkgs $CLNORM_SETUP_EXTRA"
 missing=""
 for p in $pkgs; do

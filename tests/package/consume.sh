@@ -1,0 +1,78 @@
+#!/bin/sh
+# Installs this build into a temporary prefix, then builds and runs an outside
+# consumer four ways: through find_package (shared and static targets) and through
+# pkg-config (dynamic and static linking), and a fifth from the source tree through
+# add_subdirectory. Also checks that every installed file a
+# consumer needs is there and that find_package refuses an incompatible version.
+# Usage: consume.sh BUILD_DIR SOURCE_DIR VERSION
+set -eu
+build=$1 src=$2 version=$3
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/clnorm-install.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >"$prefix/install.log" || { cat "$prefix/install.log"; fail "cmake --install"; }
+pc=$(find "$prefix" -name clnorm.pc | head -n 1)
+[ -n "$pc" ] || fail "no clnorm.pc installed"
+libdir=$(dirname "$(dirname "$pc")")
+for f in "$prefix/include/clnorm.h" "$libdir/libclnorm.so" "$libdir/libclnorm.so.${version%%.*}" \
+         "$libdir/libclnorm.a" "$libdir/cmake/clnorm/clnormConfig.cmake" \
+         "$libdir/cmake/clnorm/clnormConfigVersion.cmake" "$libdir/cmake/clnorm/clnormTargets.cmake"; do
+    [ -e "$f" ] || fail "not installed: $f"
+done
+if [ -d "$src/tools" ]; then [ -x "$prefix/bin/clnorm" ] || fail "clnorm command not installed"; fi
+grep -q "^prefix=$prefix\$" "$pc" || fail "clnorm.pc does not name the install prefix: $(head -n 1 "$pc")"
+grep -q "^Version: $version\$" "$pc" || fail "clnorm.pc does not say Version: $version"
+
+run() { # name, program: runs it, passing 77 (no device) through
+    echo "== $1"
+    rc=0; "$2" || rc=$?
+    [ $rc -eq 77 ] && { echo "no OpenCL device: skipped"; exit 77; }
+    [ $rc -eq 0 ] || fail "$1 exited $rc"
+}
+linked() { # program, whether libclnorm.so must appear among its dependencies (yes/no)
+    if ldd "$1" | grep -q 'libclnorm\.so'; then has=yes; else has=no; fi
+    [ "$has" = "$2" ] || fail "$1: libclnorm.so among its dependencies: $has, expected $2"
+}
+
+echo "== find_package(clnorm $version CONFIG)"
+cmake -S "$src/tests/package/consumer" -B "$prefix/cmake-consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCLNORM_WANT_VERSION="$version" -DCMAKE_BUILD_TYPE=Release >"$prefix/cfg.log" 2>&1 \
+    || { cat "$prefix/cfg.log"; fail "configuring the CMake consumer"; }
+cmake --build "$prefix/cmake-consumer" >"$prefix/build.log" 2>&1 \
+    || { cat "$prefix/build.log"; fail "building the CMake consumer"; }
+linked "$prefix/cmake-consumer/consumer_shared" yes
+linked "$prefix/cmake-consumer/consumer_static" no
+run "CMake, clnorm::clnorm" "$prefix/cmake-consumer/consumer_shared"
+run "CMake, clnorm::clnorm_static" "$prefix/cmake-consumer/consumer_static"
+
+if cmake -S "$src/tests/package/consumer" -B "$prefix/cmake-too-new" -DCMAKE_PREFIX_PATH="$prefix" \
+         -DCLNORM_WANT_VERSION=999.0 >/dev/null 2>&1; then
+    fail "find_package(clnorm 999.0) accepted version $version"
+fi
+
+echo "== pkg-config"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cc=${CC:-cc}
+cflags=$(pkg-config --cflags clnorm) || fail "pkg-config --cflags clnorm"
+libs=$(pkg-config --libs clnorm) || fail "pkg-config --libs clnorm"
+# Static: the same flags with the archive named, plus Libs.private.
+slibs=$(pkg-config --static --libs clnorm | sed 's/-lclnorm\b/-l:libclnorm.a/')
+# shellcheck disable=SC2086
+$cc -std=c11 $cflags -o "$prefix/pc_shared" "$src/tests/package/consumer/consumer.c" $libs -lm \
+    -Wl,-rpath,"$libdir" || fail "linking with pkg-config --libs clnorm"
+# shellcheck disable=SC2086
+$cc -std=c11 $cflags -o "$prefix/pc_static" "$src/tests/package/consumer/consumer.c" $slibs -lm \
+    || fail "linking with pkg-config --static --libs clnorm"
+linked "$prefix/pc_shared" yes
+linked "$prefix/pc_static" no
+run "pkg-config, dynamic" "$prefix/pc_shared"
+run "pkg-config, static" "$prefix/pc_static"
+echo "== add_subdirectory(clnorm)"
+cmake -S "$src/tests/package/subproject" -B "$prefix/subproject" -DCLNORM_SOURCE_DIR="$src" \
+      -DCMAKE_BUILD_TYPE=Release >"$prefix/sub-cfg.log" 2>&1 \
+    || { cat "$prefix/sub-cfg.log"; fail "configuring a project that adds clnorm as a subdirectory"; }
+cmake --build "$prefix/subproject" -j2 >"$prefix/sub-build.log" 2>&1 \
+    || { cat "$prefix/sub-build.log"; fail "building a project that adds clnorm as a subdirectory"; }
+run "add_subdirectory, clnorm::clnorm" "$prefix/subproject/consumer_subproject"
+echo "PASS: installed into a temporary prefix and consumed five ways"
