@@ -25,10 +25,9 @@ typedef ushort cln_t;
 #define CLN_LOAD(p, i) as_float((uint)(p)[(i)] << 16)
 /* Round to nearest even; a NaN stays a (quiet) NaN instead of rounding to inf.
    NVIDIA GPUs from compute capability 8 do both in one instruction, for two values
-   at once (the host passes -DCLN_NV_CVT there; -DCLN_PORTABLE_CVT overrides): the
-   integer form costs about seven instructions per element, a fifth of what 16-bit
-   softmax may spend per element at the H200's copy bandwidth. Its NaN is the
-   canonical 0x7fff, still a NaN. */
+   at once (the host passes -DCLN_NV_CVT there; -DCLN_PORTABLE_CVT overrides), where
+   the integer form costs about seven instructions per element (docs/DESIGN.md,
+   'bfloat16 conversion'). Its NaN is the canonical 0x7fff, still a NaN. */
 #if defined(CLN_NV_CVT) && !defined(CLN_PORTABLE_CVT)
 #define CLN_NV_BF16 1
 inline uint cln_nv_bf16x2(float lo, float hi)
@@ -101,8 +100,8 @@ inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cl
 #if CLN_WORD == 4
 typedef uint2 cln_pw;
 #if CLN_DTYPE == 1
-/* One builtin for the four halves (Oclgrind's --uninitialized check crashed on the
-   pair of vload_half2 below, unoptimised). */
+/* One builtin for the four halves: Oclgrind's --uninitialized check crashes on two
+   vload_half2 of one word in unoptimised builds (docs/DESIGN.md, 'Driver quirks'). */
 inline float4 cln_unpackw(uint2 w) { return vload_half4(0, (__private const half *)&w); }
 inline uint2 cln_packw(float4 v)
 {
@@ -111,9 +110,10 @@ inline uint2 cln_packw(float4 v)
     return w;
 }
 #else
-/* Unpacked lane-wise (Oclgrind's --uninitialized check crashed on the float4 built of
-   two float2); packed as two words of two, so that the rounding and the NaN rule
-   live in cln_to_bf16 alone (NVIDIA's cln_pack2 is one instruction per pair). */
+/* Unpacked lane-wise, since Oclgrind's --uninitialized check crashes on a float4
+   built of two float2 (docs/DESIGN.md, 'Driver quirks'); packed as two words of two,
+   so that the rounding and the NaN rule live in cln_to_bf16 alone (NVIDIA's
+   cln_pack2 is one instruction per pair). */
 #ifdef __ENDIAN_LITTLE__
 inline float4 cln_unpackw(uint2 w)
 {
@@ -181,7 +181,8 @@ typedef CLN_CAT(ushort, CLN_VEC) cln_sv;
 #elif CLN_DTYPE == 1
 #if CLN_BLOCKED
 /* Element by element: PoCL 3.1's vload_half8 faults on addresses that are not
-   vector-aligned, although the specification asks only for half alignment. */
+   vector-aligned, although the specification asks only for half alignment
+   (docs/DESIGN.md, 'Driver quirks'). */
 inline cln_fv cln_loadv_half(size_t k, __global const half *p)
 {
     float t[CLN_VEC];

@@ -20,8 +20,8 @@
 /* The exponential the weights take. In 16-bit storage it is exp2 of the difference
    scaled by log2(e): the scaling's rounding costs at most 6e-6 relative (at the
    bottom of float's range), far below a 16-bit step, and softmax there is bound by
-   exp (H200, bf16 softmax 4096x4096: 1,449 GB/s with exp, 1,714 with exp2; 32768x8192
-   1,793 and 2,119). float32 keeps exp's accuracy. -DCLN_EXP2=0 or =1 overrides. */
+   exp (docs/DESIGN.md, '16-bit softmax'). float32 keeps exp's accuracy. -DCLN_EXP2=0
+   or =1 overrides. */
 #ifndef CLN_EXP2
 #define CLN_EXP2 (CLN_DTYPE != 0)
 #endif
@@ -256,8 +256,9 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 #ifndef CLN_REG_K
 #define CLN_REG_K 32
 #endif
-/* RMSNorm's register forms hold fewer: with 32 NVIDIA spilled around the rarely
-   taken rescaling path. Keep in step with CLN_RMS_REG_K in src/internal.h. */
+/* RMSNorm's register forms hold fewer: with 32 NVIDIA spills around the rarely
+   taken rescaling path (docs/DESIGN.md, 'Register slots per work-item'). Keep in
+   step with CLN_RMS_REG_K in src/internal.h. */
 #ifndef CLN_RMS_REG_K
 #define CLN_RMS_REG_K 16
 #endif

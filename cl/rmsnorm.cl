@@ -37,7 +37,8 @@ inline void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *
 /* True in every work-item when any row of the work-group wants b; flag is the
    __local int after the reduction scratch (CLN_FLAG), cleared by work-item 0 at the
    kernel's start. It lives in the scratch argument rather than in a kernel-scope
-   __local variable: PoCL 5 wrote outside the output with the latter. */
+   __local variable, with which PoCL 5 writes outside the output (docs/DESIGN.md,
+   'Driver quirks'). */
 #define CLN_FLAG ((__local int *)(scratch + get_local_size(0)))
 inline bool cln_any(bool b, __local int *flag, uint team)
 {
@@ -50,9 +51,9 @@ inline bool cln_any(bool b, __local int *flag, uint team)
 
 /* The rescaling branch holds barriers. Mesa llvmpipe 22.3 loses the lanes of a
    work-group's partial last SIMD group after barriers inside a branch, even a
-   uniform one (measured: RMSNorm 2x4097 in groups of 100, lanes 96-99 of the
-   rescaled row never wrote). There (CLN_FLAT_BARRIERS) the branch's body runs for
-   every row; its effects are guarded by `need` inside, so only time is spent. */
+   uniform one (docs/DESIGN.md, 'Driver quirks'). There (CLN_FLAT_BARRIERS) the
+   branch's body runs for every row; its effects are guarded by `need` inside, so
+   only time is spent. */
 #ifdef CLN_FLAT_BARRIERS
 #define CLN_IF_ANY(c) if ((c) || 1)
 #else
@@ -139,9 +140,9 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
     }
     float sc, rs;
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);
-    /* Spare rows leave after the last barrier. (Passing them a zero length instead
-       made llvmpipe skip the writes of a partial last SIMD group, lanes 96-99 of a
-       100-wide group.) */
+    /* Spare rows leave after the last barrier rather than write with a zero length,
+       which makes llvmpipe skip the writes of a partial last SIMD group
+       (docs/DESIGN.md, 'Driver quirks'). */
     if (!active) return;
     cln_seg_scale_write(xr, yr, gamma, has_gamma, cols, sc, rs, lane, team);
 }
@@ -263,11 +264,9 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 /* The paired forms (cols and every row start multiples of CLN_WORD), in two sizes: K
    words per work-item, as many elements as softmax's register form (_pair) or half
    as many (_pair_half). The plan takes the half form where a team of up to 256 holds
-   the row and the full one for longer rows: on the H200 rows of 8192 or 16384
-   float32 in groups of 512 or 1024 ran at 45 % of the copy bandwidth, while the half
-   form was the faster one for shorter rows (float32 4096x4096: 3.17 TB/s against 2.97
-   for the full form half filled). Keep in step with cln_reg_k in src/plan.c. h of the
-   fused add is rounded to the storage type by cln_packw itself, as cln_round does. */
+   the row and the full one for longer rows (docs/DESIGN.md, 'Half and full paired
+   kernels'). Keep in step with cln_reg_k in src/plan.c. h of the fused add is rounded
+   to the storage type by cln_packw itself, as cln_round does. */
 /* What both paired kernels start with: the row as words, and its slots. */
 #define CLN_PAIR_ROW(K)                                                              \
     CLN_ROW_SETUP();                                                                 \

@@ -17,8 +17,8 @@
 /* Where the chunks of a segment lie: h scalar elements first, then nc chunks. CPU
    builds load chunks anywhere (vloadn), so h is 0. GPU builds need every pointer of a
    loop aligned to the vector: the chunks start at a's first aligned element when b
-   and c (the loop's other pointers, or a again) have the same phase; otherwise, or when the
-   segment is shorter than the head, the loop is all scalar. */
+   and c (the loop's other pointers, or a again) have the same phase; otherwise, or
+   when the segment is shorter than the head, the loop is all scalar. */
 #if CLN_VEC > 1 && !CLN_BLOCKED
 inline ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
 {
@@ -155,15 +155,12 @@ inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint tea
     float m = -INFINITY, l = 0.0f, e = 0.0f;
     CLN_LAYOUT(n, p, p, p);
 #if CLN_VEC > 1 && CLN_BLOCKED
-    /* CPUs: an (m, l) per vector lane, merged once at the end. The horizontal maximum
-       and sum per chunk below kept this loop from vectorising there (PoCL, 64x128256:
-       the statistics pass alone took longer than the whole three-pass softmax). The
-       lanes rescale once per block of CLN_ONLINE_BLOCK chunks (1 KB of float32 at 16
-       lanes, read twice from L1): the block's maxima first, then one exp per element
-       under them, without cln_w's special cases where every lane's maximum is finite.
-       PoCL 3.1, 4096x4096, three alternated rounds, GB/s: softmax_stats 11.9-12.0 with
-       a rescale and three selects per element, 14.8-15.7 by blocks; online softmax
-       14.7 and 17.0-17.3. */
+    /* CPUs: an (m, l) per vector lane, merged once at the end; a horizontal maximum
+       and sum per chunk, as in the GPU loop below, would keep this loop from
+       vectorising. The lanes rescale once per block of CLN_ONLINE_BLOCK chunks (1 KB
+       of float32 at 16 lanes, read twice from L1): the block's maxima first, then one
+       exp per element under them, without cln_w's special cases where every lane's
+       maximum is finite. See docs/DESIGN.md, 'CPU softmax loops'. */
     cln_fv mv = -INFINITY, lv = 0.0f, ev = 0.0f;
     const ulong k0 = nc * lane / team, k1 = nc * (lane + 1) / team; /* CLN_FOR_CHUNKS's */
     for (ulong b = k0; b < k1; b += CLN_ONLINE_BLOCK) {
@@ -258,10 +255,7 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
    CLN_SUM_BLOCK chunks and compensates only the blocks' sums: each lane's error stays
    under CLN_SUM_BLOCK roundings of its sum (2e-6 relative). Where the row's maximum is
    finite (a test uniform over the row) it takes exp without cln_w's special cases,
-   which then cannot occur. PoCL 3.1, AVX-512, clnorm bench --quick, four alternated
-   rounds, GB/s: softmax 4096x4096 19.3-21.2 with a correction and a select per
-   element, 22.5-24.9 this way; 64x128256 12.8-20.2 against 21.7-23.6; 8x262144
-   11.7-18.4 against 19.7-21.5. */
+   which then cannot occur. See docs/DESIGN.md, 'CPU softmax loops'. */
 #define CLN_SUM_BLOCK 32
 #define CLN_SUMEXP_STORE_LOOP(WV)                                                    \
     CLN_FOR_CHUNKS(k, nc) {                                                          \

@@ -58,9 +58,9 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
    form) or cln_pf (paired forms: a word as floats); W(i, f) keeps the weights f of
    slot i in place, or does nothing where the registers stay packed (16-bit full paired
    form), and OUT(i, WF) gives slot i's weights for the write, from the registers or
-   by exp again (WF). The weights are taken under the work-item's own maximum in the online form and rescaled
-   once per work-item after the merge, so both algorithms take exp once per element
-   where the weights stay in registers. Every loop comes twice: where the maximum is
+   by exp again (WF). The weights are taken under the work-item's own maximum in the
+   online form and rescaled once per work-item after the merge, so both algorithms
+   take exp once per element where the weights stay in registers. Every loop comes twice: where the maximum is
    finite (nearly always; uniform over the team once it is the row's) cln_w_fin spares
    each element cln_w's special cases. */
 #define CLN_SUM1(f, WF) ((f) = WF((f), m), (f))
@@ -135,7 +135,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
      again for the write.
    - _pair_half holds half as many words, as floats in every dtype: the weights stay
      in place, one exp per element. The plan takes it for 16-bit rows a team of up to
-     256 holds that way, and for float32 rows of 1024 to 4096 columns (more groups). */
+     256 holds that way, and for float32 rows of 513 to 4096 columns (more groups). */
 #if CLN_DTYPE == 0
 #define CLN_W_PW(i, f) (v[i] = (f))
 #define CLN_KEPT_PW 1
@@ -151,17 +151,13 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_STORE_PAIR(i, o) (yr[(i) * team + lane] = cln_packw(o))
 /* Every work-item of the group holds all K of its slots: the row is exactly team * K
    words and every row of the group exists (rows of a power-of-two length, mostly).
-   Uniform over the group. H200, clnorm bench --batch 10, unguarded against guarded:
-   float32 1024x32768 (one group of 1024 an SM, whose own loads are all that is in
-   flight) 3.45-3.49 TB/s against 2.94-2.96; bf16 16384x1024, 4096x4096, 1024x32768
-   and 32768x8192 5 to 9 % faster; but float32 in teams under 512 (several groups an
-   SM) 1 to 2 % slower, so float32 keeps the guards there, and its half kernel (teams
-   of 256 at most) has no unguarded copy at all: 16384x1024 and 4096x4096 ran 3 %
-   slower with one that is never taken (bench/results/h200-2026-12-01-s8-run6-*
-   against -run5-*). GPU builds only: CPUs run the paired kernels only when forced,
-   and PoCL's compile time grows with every copy of the loops. -DCLN_NO_FULL turns it
-   off, to measure what it saves; -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's
-   small teams reach it in float32. */
+   Uniform over the group. The loops then run without guards, which pays where a
+   group's own loads are all that is in flight; float32 in teams under
+   CLN_FULL_F32_TEAM keeps the guards, and its half kernel (teams of 256 at most) has
+   no unguarded copy at all (docs/DESIGN.md, 'Unguarded slot loops'). GPU builds only:
+   CPUs run the paired kernels only when forced, and PoCL's compile time grows with
+   every copy of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
+   -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
 #ifndef CLN_FULL_F32_TEAM
 #define CLN_FULL_F32_TEAM 512
 #endif
@@ -302,8 +298,8 @@ __kernel void clnorm_split_stats_final(__global const float *part, ulong slices,
    the row's maxima and sums exp(x - m) over the slice, leaving (m, l) pairs that
    clnorm_split_softmax then merges (all with the same m) before the write pass. The
    maxima sit in the third float of each work-group's four in the partials buffer,
-   which the host passes as both maxima and part (no sub-buffers: creating them at
-   every call cost more than the kernels on the H200). */
+   which the host passes as both maxima and part (no sub-buffers, whose creation at
+   every call costs more than the kernels: docs/DESIGN.md, 'Split rows'). */
 #if !CLN_ONLY || CLN_ONLY_clnorm_split_max
 __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
                                ulong slices, ulong slice_len, __global float *part,

@@ -47,7 +47,8 @@ static pthread_cond_t cln_cache_built = PTHREAD_COND_INITIALIZER;
 static cln_prog *cln_progs;
 static char *cln_embedded_src;
 static size_t cln_embedded_len;
-static uint64_t cln_embedded_hash; /* hashed once: hashing 40 KB per call cost 60 us */
+/* Hashed once, not per call (docs/DESIGN.md, 'Host cost per call'). */
+static uint64_t cln_embedded_hash;
 
 unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 {
@@ -81,7 +82,8 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
         return;
     }
     /* NVIDIA sizes registers for 256 work-items unless told; with 64 every kernel has
-       its registers in a group of 1024, which long rows want (device.c). */
+       its registers in a group of 1024, which long rows want (device.c; see
+       docs/DESIGN.md, 'Register slots per work-item'). */
     /* NVIDIA from compute capability 8 converts to bfloat16 in one instruction
        (cl/dtype.cl); only bf16 programs use it. */
     snprintf(buf, len,
@@ -235,12 +237,10 @@ static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
 /* One program per kernel where the disk cache is on and keeps binaries (every driver
    but Rusticl), so that a process compiles and loads only the kernels it runs.
    PoCL: asking for a binary compiles every kernel of the program for dynamic
-   work-group sizes (84 s for all of clnorm's on a 2-core VM, 1.4 to 1.6 s for one),
-   and a binary taken after a kernel's first run carries its compiled work-group
-   function, so that a later start that loads it never starts PoCL's compiler.
-   NVIDIA: its binaries are PTX, compiled to machine code at every load; the README
-   example took 3.3-4.4 s cold and 1.7-1.9 s warm with one program, 1.3-1.8 and
-   0.6-0.9 s with a program per kernel (H200; BENCHMARKS.md, "Start-up time"). */
+   work-group sizes, and a binary taken after a kernel's first run carries its
+   compiled work-group function, so that a later start that loads it never starts
+   PoCL's compiler. NVIDIA: its binaries are PTX, compiled to machine code at every
+   load, so fewer kernels load faster. See docs/DESIGN.md, 'Program grouping'. */
 int cln_programs_one(const cln_profile *p)
 {
     const int forced = cln_programs_env();

@@ -209,23 +209,23 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
     }
     if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
-    /* NVIDIA's driver (580, H200) reports CL_KERNEL_WORK_GROUP_SIZE 256 for every kernel,
-       a one-line one too, yet runs groups of 512 and 1024 and gets them right
-       (bench/wgprobe.c). Every build caps registers at 64 (-cl-nv-maxrregcount), so a
-       group of 1024 always has its registers: take the device's limit there. */
+    /* NVIDIA's driver 580 reports CL_KERNEL_WORK_GROUP_SIZE 256 for every kernel, a
+       one-line one too, yet runs groups of 512 and 1024 correctly. Every build caps
+       registers at 64 (-cl-nv-maxrregcount), so a group of 1024 always has its
+       registers: take the device's limit there (docs/DESIGN.md, 'Driver quirks'). */
     if (p->nv && p->nv_compiler_options) p->kernel_wg_understated = 1;
     /* Mesa's llvmpipe ends a shader after 65535 loop trips, counted over all the
-       loops a work-item runs (measured: a kernel with three row loops fails from
-       21848 trips each). Keep each of a kernel's at most four row loops below. It
-       also drops the partial last SIMD group's lanes after barriers inside a branch
-       (RMSNorm's rescaling, cl/rmsnorm.cl). */
+       loops a work-item runs: keep each of a kernel's at most four row loops below a
+       quarter of that. It also drops the partial last SIMD group's lanes after
+       barriers inside a branch (RMSNorm's rescaling, cl/rmsnorm.cl). See
+       docs/DESIGN.md, 'Driver quirks'. */
     if (strstr(p->device_name, "llvmpipe")) {
         p->loop_limit = 16000;
         p->flat_barriers = 1;
     }
-    /* Rusticl 22.3 reports CL_KERNEL_WORK_GROUP_SIZE 32 for every kernel, yet runs and
-       gets right work-groups up to the device's 1024 (measured with a local-memory
-       rotation kernel): take the device's limit there. */
+    /* Rusticl 22.3 reports CL_KERNEL_WORK_GROUP_SIZE 32 for every kernel, yet runs
+       work-groups up to the device's 1024 correctly: take the device's limit there
+       (docs/DESIGN.md, 'Driver quirks'). */
     if (!strcmp(p->platform_name, "rusticl")) p->kernel_wg_understated = 1;
     const char *pv = strstr(p->platform_version, "PoCL ");
     if (pv) p->pocl_major = atoi(pv + 5);
@@ -312,8 +312,9 @@ static void cln_set_best_path(cln_profile *p)
 }
 
 /* The probes' answers, kept in the disk cache beside the programs, keyed like them
-   (library, platform, device and driver). On PoCL the probes' builds start its
-   compiler: 1.7 s of a 1.8 s start whose programs all came from the disk. */
+   (library, platform, device and driver): each probe build starts the driver's
+   compiler, which would otherwise dominate a start whose programs all come from the
+   disk (docs/DESIGN.md, 'Disk cache'). */
 static const char *const cln_std_opts[] = {"", "-cl-std=CL3.0", "-cl-std=CL2.0"};
 
 /* The probe file's name and key for p's device. */

@@ -42,9 +42,9 @@ void cln_disk_stats_get(cln_disk_stats *s)
     s->store_failures = atomic_load(&cln_n_store_failures);
 }
 
-/* Rusticl 22 neither: a program it rebuilt from its own binary gave wrong results at
-   times (seen in the suite when processes shared a cache folder), and it aborts the
-   process on a binary it does not know (program.rs "unknown version"). */
+/* Rusticl 22 neither: programs it rebuilds from its own binaries give wrong results
+   at times, and it aborts the process on a binary it does not know (docs/DESIGN.md,
+   'Driver quirks'). */
 static int cln_is_rusticl(const cln_profile *p) { return !strcmp(p->platform_name, "rusticl"); }
 int cln_disk_reads_binaries(const cln_profile *p) { return !cln_is_rusticl(p); }
 int cln_disk_wants_binaries(const cln_profile *p)

@@ -1,10 +1,10 @@
 /* The environment, read once per operation. Every call consults a dozen variables
    (CLNORM_* settings, the cache folder's XDG_CACHE_HOME and HOME), and each getenv
-   scans the whole environment: measured on PoCL, a tenth of clnorm's own time per
-   call. An operation takes one pass over environ at its start (cln_env_begin) and
-   looks names up among the few it kept; outside an operation, or where more
-   variables match than it keeps, cln_getenv is getenv. Variables still change
-   between calls, as the tests and the tools rely on. */
+   scans the whole environment (docs/DESIGN.md, 'Host cost per call'). An operation
+   takes one pass over environ at its start (cln_env_begin) and looks names up among
+   the few it kept; outside an operation, or where more variables match than it
+   keeps, cln_getenv is getenv. Variables still change between calls, as the tests
+   and the tools rely on. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -61,12 +61,10 @@ const char *cln_getenv(const char *name)
     return NULL;
 }
 
-/* Left unpinned, PoCL 3.1's two workers on this project's 2-core VM often ran on one
-   core: in six alternated runs of `clnorm bench --quick` on PoCL, pinned runs kept every
-   shape near its best (softmax 8x262144 18-22 GB/s), unpinned ones halved some shape in
-   every run (8x262144 at 12 GB/s in five of six, 4096x128 at 6-9 against 13-16). The
-   library never sets it: the environment is the application's, and an application may
-   pin its own threads. The tools do, through this. */
+/* Left unpinned, PoCL's worker threads may share one core and halve a shape's
+   throughput (docs/DESIGN.md, 'PoCL worker threads'). The library never sets
+   POCL_AFFINITY: the environment is the application's, and an application may pin
+   its own threads. The tools do, through this. */
 int cln_pocl_pin_wanted(const char *pocl_affinity, size_t cpus, size_t allowed_prefix)
 {
     if (pocl_affinity && *pocl_affinity) return 0;

@@ -55,7 +55,7 @@ typedef struct cln_profile {
     cln_path best_path;     /* fastest path the device has */
     int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
                                (Rusticl 22 reports 32, NVIDIA 580 256; both run
-                               1024 correctly) */
+                               1024 correctly: docs/DESIGN.md, 'Driver quirks') */
     int flat_barriers;      /* barriers inside branches lose lanes (Mesa llvmpipe): the
                                kernels' rescaling branch runs for every row there */
     unsigned loop_limit;    /* most trips one loop of a work-item may make, 0: no limit
@@ -102,8 +102,9 @@ typedef enum cln_variant {
     CLN_VAR_STREAM = 0, /* a team per row, each pass reads the row from memory */
     CLN_VAR_REG = 1,    /* a team per row, the row held in registers: read once */
     CLN_VAR_SPLIT = 2,  /* several work-groups per row, partials merged in stage two */
-    CLN_VAR_PAIR = 3    /* the register form on words of two neighbouring elements:
-                           wider loads, and 16-bit rows kept packed (cl/dtype.cl) */
+    CLN_VAR_PAIR = 3    /* the register form on words of CLN_WORD neighbouring
+                           elements: wider loads, and 16-bit rows kept packed
+                           (cl/dtype.cl) */
 } cln_variant;
 #define CLN_VAR_COUNT 4
 CLN_HIDDEN const char *cln_variant_name(cln_variant v);
@@ -318,10 +319,10 @@ CLN_HIDDEN int cln_disk_load(const cln_profile *p, const char *options, uint64_t
 CLN_HIDDEN int cln_disk_store(const cln_profile *p, const char *options, uint64_t src_hash,
                               size_t src_len, const unsigned char *bin, size_t len);
 /* 0 where reading a program's binary right after its build costs more than the
-   build it saves: PoCL (3.1, measured) compiles every kernel for dynamic work-group
-   sizes when asked for binaries (84 s for clnorm's whole program on a 2-core CPU).
-   There clnorm builds programs of one kernel and stores each after its first run
-   instead (cache.c, cln_stores_programs). */
+   build it saves: PoCL compiles every kernel for dynamic work-group sizes when asked
+   for binaries (docs/DESIGN.md, 'Program grouping'). There clnorm builds programs of
+   one kernel and stores each after its first run instead (cache.c,
+   cln_stores_programs). */
 CLN_HIDDEN int cln_disk_wants_binaries(const cln_profile *p);
 /* Whether program files are read at all for p's device (not on Rusticl). */
 CLN_HIDDEN int cln_disk_reads_binaries(const cln_profile *p);

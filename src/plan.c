@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The bytes of rows a CPU work-group keeps in cache between its passes. */
+/* The bytes of rows a CPU work-group keeps in cache between its passes (see
+   docs/DESIGN.md, 'CPU plans'). */
 #define CLN_CPU_GROUP_BYTES ((size_t)256 * 1024)
 
 const char *cln_op_name(cln_op op)
@@ -101,11 +102,9 @@ size_t cln_pair_word_env(void)
 }
 
 /* GPUs take words of 4: one 16-byte (float32) or 8-byte (16-bit) access per word
-   instead of 8 or 4 bytes (H200, same run, TB/s with words of 2 and of 4: bf16
-   RMSNorm 65536x1024 3.15 and 3.66, 4096x4096 2.30 and 2.76; bf16 softmax 32768x8192
-   3.08 and 3.57, 16384x1024 2.47 and 2.81; float32 within 4 %). The price: rows whose
-   length or start is a multiple of 2 but not of 4 take the plain register form. CPUs
-   run the paired kernels only when forced; they keep 2. */
+   instead of 8 or 4 bytes (see docs/DESIGN.md, 'Paired register kernels'). The price:
+   rows whose length or start is a multiple of 2 but not of 4 take the plain register
+   form. CPUs run the paired kernels only when forced; they keep 2. */
 size_t cln_pair_word(const cln_profile *p, size_t forced)
 {
     if (forced == 2 || forced == 4) return forced;
@@ -202,9 +201,9 @@ static void cln_kernels(cln_plan *pl)
 }
 
 /* Elements per work-item the register form of op holds (see cl/). RMSNorm's plain
-   form holds fewer: its rarely taken rescaling path made NVIDIA spill 32 floats. The
-   paired forms hold CLN_REG_K (float32) or twice as many 16-bit elements in the same
-   registers (cl/dtype.cl). */
+   form holds fewer: with 32, NVIDIA spills around its rarely taken rescaling path
+   (docs/DESIGN.md, 'Register slots per work-item'). The paired forms hold CLN_REG_K
+   (float32) or twice as many 16-bit elements in the same registers (cl/dtype.cl). */
 static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
 {
     if (pair) return dtype != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
@@ -260,10 +259,9 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     }
     out->path = lim->force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : p->best_path;
 
-    /* The paired register form wants words of two elements at every row start; it is
-       the register form wherever it can run (H200, 4096x4096 softmax: 2.84 TB/s plain,
-       3.26 paired in float32; bf16 RMSNorm 16384x8192: 1.45 and 2.84). CLNORM_VARIANT=reg
-       keeps the plain form, =pair forces the paired one. */
+    /* The paired register form wants whole words at every row start; it is the
+       register form wherever it can run (see docs/DESIGN.md, 'Paired register
+       kernels'). CLNORM_VARIANT=reg keeps the plain form, =pair forces the paired one. */
     const int rms = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM;
     int soft16 = dtype != CLNORM_F32 && !rms;
     const size_t word = cln_pair_word(p, lim->pair_word);
@@ -272,16 +270,14 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
     /* The paired kernels come in two sizes (cl/): half the slots where a team of up
-       to 256 then holds the row, all of them for longer rows. RMSNorm, H200: float32
-       4096x4096 3.17 TB/s half, 2.97 full; 65536x1024 bf16 2.67 half, 2.23 full;
-       16384x8192 float32 1.94 half, in groups of 512, and 3.97 full. 16-bit softmax
-       holds the half form's words unpacked, so that its weights stay in place and
-       exp is taken once per element instead of twice (float32 softmax always keeps
-       them in place). float32 softmax takes the half form where the full one would
-       need a team of a warp or more: twice the work-groups in flight (H200, words
-       of 4: 4096x4096 3.66 TB/s half, 3.53 full; 16384x1024 3.67 and 3.57), while
-       shorter rows ran fastest in narrow teams (above). A forced team that holds the
-       row in half the slots gets the half kernels in every op. */
+       to 256 then holds the row, all of them for longer rows. RMSNorm and 16-bit
+       softmax take the half form wherever it fits; 16-bit softmax holds its words
+       unpacked, so that its weights stay in place and exp is taken once per element
+       instead of twice (float32 softmax always keeps them in place). float32 softmax
+       takes the half form where the full one would need a team of a warp or more, for
+       twice the work-groups in flight; shorter rows run fastest in narrow teams. A
+       forced team that holds the row in half the slots gets the half kernels in every
+       op. See docs/DESIGN.md, 'Half and full paired kernels'. */
     int soft32_wide = !rms && dtype == CLNORM_F32 && cln_pow2_ceil(cln_div_up(cols, reg_k)) >= 32;
     int pair_half = pair && (rms || soft16 || soft32_wide || lim->force_team) &&
                     cln_pow2_ceil(cln_div_up(cols, reg_k / 2)) <= 256;
@@ -291,18 +287,17 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     size_t reg_team = cln_pow2_ceil(cln_div_up(cols, reg_k));
     int reg_fits = reg_team <= max_wg && reg_team <= 1024;
     /* 16-bit softmax rows that need a register team over 256 stay paired in the full
-       form where the row fills at least 3/4 of the slots, and stream otherwise (H200:
-       bf16 1024x32768 2.83 TB/s paired in groups of 512, 1.77 streaming three-pass,
-       2.04 online; f16 512x65536 2.05 paired, 1.99 online; but f16 2048x20000, 61 %
-       of the slots, 2.03 paired, 2.40 online streaming). The plain register form
-       (rows not of whole words) loads 2 bytes at a time: it streams too. */
+       form where the row fills at least 3/4 of the slots, and stream otherwise (see
+       docs/DESIGN.md, '16-bit softmax'). The plain register form (rows not of whole
+       words) loads 2 bytes at a time: it streams too. */
     if (!cpu && soft16 && reg_team > 256 && lim->force_variant < 0 &&
         (!pair || 4 * cols < 3 * reg_team * reg_k))
         reg_fits = 0;
     /* On CPUs whose kernels vectorise a work-item's loop (CLN_VEC > 1, PoCL) the data
        sits in cache between passes and exp dominates; the three-pass loops vectorise
-       more cleanly than the online rescaling, so they win there. llvmpipe (scalar
-       work-items as SIMD lanes) measured the online form 17 to 45 % faster. */
+       more cleanly than the online rescaling, so they win there; on llvmpipe (scalar
+       work-items as SIMD lanes) the online form wins. See docs/DESIGN.md, 'Softmax
+       algorithm choice'. */
     int cpu_vec = cpu && p->vec > 1;
     if (op == CLN_OP_SOFTMAX_AUTO)
         op = (!cpu && reg_fits) || cpu_vec ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
@@ -351,9 +346,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         if (rpw > 64) rpw = 64;
         /* Where a work-item vectorises its own loop, a group runs each pass over all
            its rows before the next, so its rows should stay in cache between passes:
-           at most 256 KB of them, and a long row gets at most 4 work-items (PoCL,
-           softmax 64x128256: 9.8 to 10.4 ms in groups of 8 rows, 8.0 to 8.4 with a
-           row of 4 work-items per group, 9.3 to 10.9 with 8). */
+           at most CLN_CPU_GROUP_BYTES of them, and a long row gets at most 4
+           work-items (see docs/DESIGN.md, 'CPU plans'). */
         const size_t row_bytes = cols * cln_dtype_size(dtype);
         const int long_rows = p->vec > 1 && row_bytes > CLN_CPU_GROUP_BYTES;
         while (p->vec > 1 && rpw > 1 && rpw * row_bytes > CLN_CPU_GROUP_BYTES) rpw /= 2;
@@ -361,7 +355,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         if (long_rows && team > 4) team = 4;
         /* Where work-items are the SIMD lanes themselves (vector width 1: llvmpipe),
            rows of 1024 columns or more go 8 work-items each, at most 4 rows a group
-           (llvmpipe 256x4096: 15 to 17 % faster than a work-item per row). */
+           (see docs/DESIGN.md, 'CPU plans'). */
         if (p->vec <= 1 && cols >= 1024) {
             team = 8;
             if (rpw > 4) rpw = 4;
@@ -385,11 +379,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         } else if (in_regs && !cpu) {
             /* A GPU register plan fills every slot: a work-group's loads all go out at
                once and then it only computes, so bytes in flight per work-item set the
-               bandwidth (H200, 4096 columns: 2.0 TB/s at 16 per work-item, 2.9 at
-               32). Short rows too, in teams narrower than a warp (H200 float32, 65536
-               rows, TB/s: softmax 128 columns 2.52 in teams of 4, 2.67 of 8, 1.77 of
-               16; 256 columns 3.46 of 8, 1.88 of 32; RMSNorm 128 columns 3.13 of 8,
-               2.88 of 16; 256 columns 3.42 of 16, 3.28 of 32). */
+               bandwidth. Short rows too, in teams narrower than a warp. See
+               docs/DESIGN.md, 'Work-items per row on GPUs'. */
             team = reg_team;
         } else {
             team = cln_pow2_ceil(cln_div_up(cols, per_item));
@@ -486,7 +477,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     out->local_bytes = wg * sizeof(float) * cln_local_floats(op, var) + sizeof(cl_int);
     /* PoCL 4+ compiles groups of at most two work-items by replicating them, and that
        path cannot expand the __pocl_work_group_alloca its sub-group builtins call: the
-       kernel then fails to load. Such groups gain nothing from sub-groups anyway. */
+       kernel then fails to load (docs/DESIGN.md, 'Driver quirks'). Such groups gain
+       nothing from sub-groups anyway. */
     if (p->pocl_major >= 4 && wg <= 2) out->path = CLN_PATH_LOCAL;
     cln_kernels(out);
     return CLNORM_SUCCESS;

@@ -1,6 +1,7 @@
 /* Scratch buffers for split plans: the partials that pass from a split plan's first
-   kernel to the next. Allocating one at every call cost as much as the kernels on
-   small shapes, so buffers are reused in two ways.
+   kernel to the next. Allocating one at every call costs as much as the kernels on
+   small shapes, so buffers are reused in two ways (docs/DESIGN.md, 'Scratch buffers
+   for split calls').
 
    On an in-order queue a buffer is bound to the queue: a call's kernels run after
    those of every call enqueued before it on that queue, so the next call may take the

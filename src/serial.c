@@ -2,11 +2,10 @@
    binary per (kernel, local size, grid width) but, when a launch ends, drops the use
    count of the first binary matching (kernel, local size) only. Two launches of one
    kernel in flight with different grid widths (two queues, two threads) then drop the
-   wrong count and PoCL aborts on `found->ref_count > 0`: measured with PoCL 5.0 and
-   the threads test, and with PoCL 3.1 (same code) under ASan, with split calls on two
-   queues back to back (split_scratch). On PoCL each operation waits for the one
-   before: through its wait list in the same context, on the host across contexts.
-   PoCL runs a kernel on every core anyway, so little concurrency is lost. */
+   wrong count and PoCL aborts on `found->ref_count > 0` (docs/DESIGN.md, 'Serialised
+   operations on PoCL'). On PoCL each operation waits for the one before: through its
+   wait list in the same context, on the host across contexts. PoCL runs a kernel on
+   every core anyway, so little concurrency is lost. */
 #include "internal.h"
 
 #include <pthread.h>

@@ -85,8 +85,8 @@ static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *ini
 static clnorm_status cln_read(clnorm_session *s, cl_mem m, size_t bytes, void *dst)
 {
     /* Non-blocking, then a wait on the read's own event: Rusticl 22 can return from a
-       blocking read before the copy has run when other threads use the same queue
-       (measured: 13 of 30 runs of 8 threads), and the late copy lands in freed memory. */
+       blocking read before the copy has run when other threads use the same queue, and
+       the late copy lands in freed memory (docs/DESIGN.md, 'Driver quirks'). */
     cl_event ev = NULL;
     cl_int err = clEnqueueReadBuffer(s->queue, m, CL_FALSE, 0, bytes, dst, 0, NULL, &ev);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueReadBuffer(%zu bytes)", bytes);

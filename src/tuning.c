@@ -72,7 +72,7 @@ static int cln_parse_line(const char *line, cln_tune_entry *e)
     for (int i = 0; i < CLN_PATH_COUNT; i++)
         if (!strcmp(path, cln_path_name((cln_path)i))) pa = i;
     /* The algorithm must be the op itself, or a softmax form for softmax-auto: a
-       foreign one would launch another operation's kernel (found by fuzz_tuning). */
+       foreign one would launch another operation's kernel. */
     int algo_ok = a == o || (o == CLN_OP_SOFTMAX_AUTO &&
                              (a == CLN_OP_SOFTMAX_3PASS || a == CLN_OP_SOFTMAX_ONLINE));
     if (!algo_ok || o < 0 || a < 0 || v < 0 || pa < 0 || d < 0 || !e->cols || !e->rows || !e->wg ||
