@@ -2,12 +2,22 @@
  * clnorm: row-wise RMSNorm, softmax and online-softmax statistics as OpenCL kernels
  * that run on any OpenCL 1.2+ device.
  *
- * The contract of this header is ../shared/API.md; everything it lists is here with
- * exactly its names, types and values. Additions are marked "extension".
+ * The contract of this header is docs/API.md: names, types, values and meanings, the
+ * statuses, events, threads, special values and accuracy. Each function's block below
+ * says what it borrows, what it returns and what it refuses.
  *
- * Ownership: no function takes ownership of a caller's cl_mem, cl_command_queue or
- * cl_event. The kernel cache retains the cl_context of every queue it has served
- * until clnorm_release_cache() (or clnorm_session_destroy() for a session's own).
+ * Rules shared by every function:
+ * - Ownership: no function takes ownership of a caller's cl_mem, cl_command_queue or
+ *   cl_event; each is borrowed for the duration of the call. The kernel cache retains
+ *   the cl_context of every queue it has served until clnorm_release_cache() (or
+ *   clnorm_session_destroy() for a session's own).
+ * - Failure: a refused request enqueues nothing, touches no buffer and creates no
+ *   event; clnorm_last_error() then says what was wrong. Where OpenCL fails part-way
+ *   through an operation, the call returns the error and the outputs are unspecified.
+ * - Threads: every function may be called from any number of threads at once, except
+ *   that clnorm_release_cache() and clnorm_session_destroy() must not race with calls
+ *   that use what they release.
+ * - Sizes, offsets and leading dimensions are counted in elements of the dtype.
  */
 #ifndef CLNORM_H
 #define CLNORM_H
@@ -22,17 +32,23 @@
 extern "C" {
 #endif
 
+/* Export attribute of every function; not for use in programs. */
 #if defined(_WIN32)
 #  define CLNORM_API
 #else
 #  define CLNORM_API __attribute__((visibility("default")))
 #endif
 
+/* The version: its one source. CMake reads these three lines for the project, the
+   shared library, the CMake package and clnorm.pc (docs/API.md, "Versioning"). */
 #define CLNORM_VERSION_MAJOR 0
 #define CLNORM_VERSION_MINOR 1
 #define CLNORM_VERSION_PATCH 0
 
-/* "MAJOR.MINOR.PATCH" of the library actually linked; static storage. */
+/*! clnorm_version() :
+ *  @return "MAJOR.MINOR.PATCH" of the library actually linked, which may differ from
+ *          the CLNORM_VERSION_* macros this header was compiled with. Static storage;
+ *          never NULL. */
 CLNORM_API const char *clnorm_version(void);
 
 /* Status of every fallible call. The values never change. */
@@ -48,15 +64,21 @@ typedef enum clnorm_status {
     CLNORM_OPENCL_ERROR     = 7  /* any other OpenCL failure; name in clnorm_last_error */
 } clnorm_status;
 
-/* "CLNORM_SUCCESS", ...; "CLNORM_UNKNOWN_STATUS" for a value not listed. Never NULL. */
+/*! clnorm_status_string() :
+ *  @return the status's name, "CLNORM_SUCCESS", ...; "CLNORM_UNKNOWN_STATUS" for a
+ *          value not listed. Static storage; never NULL. */
 CLNORM_API const char *clnorm_status_string(clnorm_status s);
 
-/* Message about this thread's most recent failed call: what was wrong, with the
-   offending values and the OpenCL error name or build log where there is one.
-   "" when no call on this thread has failed yet. Never NULL. The pointer stays valid
-   until the next clnorm call on this thread. */
+/*! clnorm_last_error() :
+ *  @return a message about this thread's most recent failed call: what was wrong,
+ *          with the offending values, and the OpenCL error name or build log where
+ *          there is one. "" when no call on this thread has failed yet; a successful
+ *          call leaves it unchanged. Never NULL. Thread-local: the pointer stays
+ *          valid until the next clnorm call on this thread. */
 CLNORM_API const char *clnorm_last_error(void);
 
+/* Storage type of the elements: IEEE binary32, IEEE binary16, bfloat16. Arithmetic
+   and statistics are float32 or wider whatever the storage. */
 typedef enum clnorm_dtype { CLNORM_F32 = 0, CLNORM_F16 = 1, CLNORM_BF16 = 2 } clnorm_dtype;
 
 typedef enum clnorm_softmax_algo {
@@ -70,55 +92,92 @@ typedef enum clnorm_softmax_algo {
 typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_matrix;
 
 /* ---- Device-buffer functions --------------------------------------------------
-   Enqueued on `queue` (in-order or out-of-order), asynchronous. Borrow every handle
-   for the duration of the call only. `event` may be NULL; otherwise it receives one
-   new event (the caller releases it) that completes when the whole operation has.
-   Ask for one only where it is needed: some drivers charge for it on every call
-   (NVIDIA's 580 driver: 11.7 us per enqueue with an event, 4.2 us without).
-   `rows == 0` is a no-op (a marker event where one is asked for). Elements between
-   `cols` and `ld` in `y` are never written. `y` may be exactly `x` (same buffer,
-   offset and ld); any other overlap of x and y is CLNORM_INVALID_ARGUMENT. Two
-   views of one buffer with the same ld may interleave (rows side by side); views
-   with different lds whose byte ranges cross are refused even when they share no
-   element, since proving that costs more than the call.
-   A request refused by validation enqueues nothing and touches no buffer. */
+   Enqueued on `queue` (in-order or out-of-order), asynchronous: the call returns once
+   the work is enqueued. They borrow every handle for the duration of the call only.
+   `event` may be NULL; otherwise it receives one new event (the caller releases it)
+   that completes when the whole operation has, however many kernels it took. Ask for
+   one only where it is needed: some drivers charge for it on every call. The wait
+   list works as in OpenCL. `rows == 0` is a no-op (a marker event where one is asked
+   for), after the same validation as with rows.
 
-/* y = x * (mean(x^2) + eps)^(-1/2) * gamma, per row.
-   gamma: cols elements of dtype at offset 0, or NULL for no scale (gamma = 1). */
+   Views: elements between `cols` and `ld` in `y` are never written. `y` may be
+   exactly `x` (same buffer, offset and ld); any other overlap of x and y is
+   CLNORM_INVALID_ARGUMENT. Two views of one buffer with the same ld may interleave
+   (rows side by side); views with different lds whose byte ranges cross are refused
+   even when they share no element, since proving that costs more than the call.
+   Sub-buffers of one buffer are compared as the bytes of their parent.
+
+   Refusals common to all of them:
+     CLNORM_INVALID_ARGUMENT  queue NULL or not a queue; a view's mem NULL, not a
+                              buffer, or of another context than the queue; dtype
+                              or algo outside its enum; cols == 0; ld < cols; a
+                              forbidden overlap; num_wait > 0 with wait_list NULL,
+                              wait_list with num_wait == 0, or a NULL entry; a bad
+                              CLNORM_* environment value
+     CLNORM_OUT_OF_BOUNDS     a view or array reaches past the end of its cl_mem
+     CLNORM_UNSUPPORTED       the device cannot run the request (CLNORM_REDUCTION=
+                              subgroup without sub-groups, too little local memory)
+   and, at the first call on a device, the statuses of a build (CLNORM_BUILD_FAILED,
+   CLNORM_OUT_OF_RESOURCES, CLNORM_OPENCL_ERROR). */
+
+/*! clnorm_rmsnorm() :
+ *  y = x * (sum(x^2) / cols + eps)^(-1/2) * gamma, per row; no mean is subtracted.
+ *  Borrows: x and y (views of dtype), gamma (cols elements of dtype at offset 0, or
+ *           NULL for no scale: gamma = 1), for the call; the kernels read and write
+ *           them once the wait list allows.
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for eps negative, NaN or infinite, or gamma
+ *           overlapping y; CLNORM_OUT_OF_BOUNDS for a gamma of fewer than cols
+ *           elements; and the common refusals above. */
 CLNORM_API clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype,
                                         size_t rows, size_t cols,
                                         clnorm_matrix x, cl_mem gamma, clnorm_matrix y,
                                         float eps, cl_uint num_wait,
                                         const cl_event *wait_list, cl_event *event);
 
-/* y = exp(x - max) / sum(exp(x - max)), per row, with the algorithm asked for. */
+/*! clnorm_softmax() :
+ *  y = exp(x - max) / sum(exp(x - max)), per row, with the algorithm asked for.
+ *  Borrows: x and y (views of dtype) for the call.
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for an algo outside clnorm_softmax_algo, and the
+ *           common refusals above. */
 CLNORM_API clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype,
                                         size_t rows, size_t cols,
                                         clnorm_matrix x, clnorm_matrix y,
                                         clnorm_softmax_algo algo, cl_uint num_wait,
                                         const cl_event *wait_list, cl_event *event);
 
-/* Online-softmax statistics of each row, as float32 at offset 0 of row_max and
-   row_sum (rows floats each):
-   row_max[r] = max_j x[r][j],  row_sum[r] = sum_j exp(x[r][j] - row_max[r]). */
+/*! clnorm_softmax_stats() :
+ *  Online-softmax statistics of each row, as float32 whatever the dtype:
+ *  row_max[r] = max_j x[r][j],  row_sum[r] = sum_j exp(x[r][j] - row_max[r]).
+ *  Borrows: x (view of dtype); row_max and row_sum (rows floats each at offset 0),
+ *           for the call.
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for row_max or row_sum NULL, or any two of
+ *           row_max, row_sum and x overlapping; CLNORM_OUT_OF_BOUNDS for row_max or
+ *           row_sum of fewer than rows floats; and the common refusals above. */
 CLNORM_API clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dtype dtype,
                                               size_t rows, size_t cols, clnorm_matrix x,
                                               cl_mem row_max, cl_mem row_sum,
                                               cl_uint num_wait, const cl_event *wait_list,
                                               cl_event *event);
 
-/* Extension: fused residual add + RMSNorm, per row:
-     h = x + residual, computed in float32 and rounded to dtype;
-     residual = h, in the storage dtype, when update_residual is nonzero;
-     y = h * (sum(h^2) / cols + eps)^(-1/2) * gamma.
-   The rounded h is what gets normalised: y is then exactly clnorm_rmsnorm of the
-   residual stream the next layer reads (as Liger does); FlashInfer normalises the
-   float32 sum instead, which differs by one storage rounding in f16/bf16 and not at
-   all in f32. When the row fits in registers (up to 32 elements per work-item, e.g.
-   32768 columns with 1024 work-items) x and residual are read once and h and y
-   written once; longer rows read them again. y may be exactly x; residual must not
-   overlap x or y. gamma as for clnorm_rmsnorm. Other rules as for the device-buffer
-   functions above. */
+/*! clnorm_add_rmsnorm() :
+ *  Fused residual add and RMSNorm, per row:
+ *    h = x + residual, computed in float32 and rounded to dtype;
+ *    residual = h, in the storage dtype, when update_residual is nonzero;
+ *    y = h * (sum(h^2) / cols + eps)^(-1/2) * gamma.
+ *  The rounded h is what gets normalised, so y is exactly clnorm_rmsnorm of the
+ *  residual stream the next layer reads. Rows that fit in registers read x and
+ *  residual once; longer rows read them again.
+ *  Borrows: x, residual and y (views of dtype), gamma as for clnorm_rmsnorm, for the
+ *           call. y may be exactly x; residual is written only when update_residual
+ *           is nonzero.
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for residual sharing any element with x or y
+ *           (even exactly), gamma overlapping y, or gamma overlapping residual when
+ *           update_residual is nonzero; eps and gamma as for clnorm_rmsnorm; and the
+ *           common refusals above. */
 CLNORM_API clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype,
                                             size_t rows, size_t cols, clnorm_matrix x,
                                             clnorm_matrix residual, int update_residual,
@@ -126,55 +185,110 @@ CLNORM_API clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype
                                             cl_uint num_wait, const cl_event *wait_list,
                                             cl_event *event);
 
-/* (m, l) of the union of two parts: m = max(ma, mb), l = e^(ma-m) la + e^(mb-m) lb.
-   (-INFINITY, 0) is the identity; a NaN in either input gives (NaN, NaN).
-   m and l must not be NULL. Pure host function. */
+/*! clnorm_stats_merge() :
+ *  (m, l) of the union of two parts: m = max(ma, mb), l = e^(ma-m) la + e^(mb-m) lb.
+ *  (-INFINITY, 0) is the identity; a NaN in either input gives (NaN, NaN); two parts
+ *  with the same infinite maximum add their sums.
+ *  Borrows: m and l, written before return; they must not be NULL (where either is,
+ *           nothing is written).
+ *  Pure host function: no device, no state, never fails. */
 CLNORM_API void clnorm_stats_merge(float ma, float la, float mb, float lb,
                                    float *m, float *l);
 
 /* ---- Sessions and host arrays ---------------------------------------------------
-   A session owns one context and one in-order queue on one device.
-   spec: NULL means the CLNORM_DEVICE environment variable, and where that is unset
-   the first GPU, else the first device. A spec is "P:D" (platform and device index,
-   as `clnorm devices` lists them), "cpu" / "gpu" for the first device of that type,
-   or else a case-insensitive substring of "<platform name> <platform vendor>
-   <device name> <device vendor>"; the first device in `clnorm devices` order that
-   matches is taken. *out receives the session (NULL on failure). */
+   A session owns one context and one in-order queue on one device. Several threads
+   may use one session at once; none may use it while it is destroyed. */
+
+/*! clnorm_session_create() :
+ *  Opens a context and an in-order queue (with profiling enabled) on the device that
+ *  spec names. spec: NULL means the CLNORM_DEVICE environment variable, and where
+ *  that is unset or empty the first GPU, else the first device. A spec is "P:D"
+ *  (platform and device index, as `clnorm devices` lists them), "cpu" / "gpu" for
+ *  the first device of that type, or else a case-insensitive substring of
+ *  "<platform name> <platform vendor> <device name> <device vendor>"; the first
+ *  device in `clnorm devices` order that matches is taken.
+ *  Borrows: spec, for the call only.
+ *  Returns: CLNORM_SUCCESS with the session in *out, to be freed with
+ *           clnorm_session_destroy(); *out is NULL on failure.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for out NULL or a spec longer than 200
+ *           characters; CLNORM_DEVICE_NOT_FOUND when no device matches, a "P:D"
+ *           spec names no device, or no platform lists a device; OpenCL failures
+ *           creating the context or queue as CLNORM_OUT_OF_RESOURCES or
+ *           CLNORM_OPENCL_ERROR. */
 typedef struct clnorm_session clnorm_session;
 CLNORM_API clnorm_status clnorm_session_create(const char *spec, clnorm_session **out);
-/* Releases the queue, the context and the cached kernels of that context. NULL is a
-   no-op. */
+
+/*! clnorm_session_destroy() :
+ *  Waits for the session's queue to finish, then releases the queue, the cached
+ *  kernels of its context and the context. Buffers the caller made in that context
+ *  stay the caller's. NULL is a no-op. Must not race with calls that use s, its
+ *  queue or its context. */
 CLNORM_API void clnorm_session_destroy(clnorm_session *s);
-/* Borrowed handles, valid until clnorm_session_destroy (retain them to keep them). */
+
+/*! clnorm_session_context(), clnorm_session_queue(), clnorm_session_device_name() :
+ *  @return borrowed handles of the session, valid until clnorm_session_destroy()
+ *          (retain the context or queue to keep it longer). The queue may carry the
+ *          caller's own commands and the device-buffer functions. Given NULL they
+ *          return NULL, NULL and "". */
 CLNORM_API cl_context       clnorm_session_context(const clnorm_session *s);
 CLNORM_API cl_command_queue clnorm_session_queue(const clnorm_session *s);
 CLNORM_API const char      *clnorm_session_device_name(const clnorm_session *s);
 
-/* Host arrays: packed row-major memory of the dtype, borrowed for the call; the call
-   blocks until the result is in y. y may equal x (in place). */
+/* Host arrays: packed row-major host memory of the dtype (rows * cols elements for
+   x, y and residual; cols for gamma, or NULL for no scale; rows floats for row_max
+   and row_sum). Each call borrows its arrays for the call only, copies them into
+   device buffers of the session's context, runs the device-buffer function on the
+   session's queue and blocks until the result is in the output arrays. y may equal
+   x (in place). rows == 0 returns CLNORM_SUCCESS without reading or writing any
+   array, after the same checks as with rows.
+   Refusals common to them: CLNORM_INVALID_ARGUMENT for s NULL, a dtype outside its
+   enum, cols == 0, rows * cols overflowing size_t, or an array NULL where rows > 0
+   (gamma may be NULL); CLNORM_OUT_OF_RESOURCES when a buffer cannot be made; and the
+   refusals and failures of the device-buffer function. */
+
+/*! clnorm_rmsnorm_host() : clnorm_rmsnorm on host arrays.
+ *  Refuses, beyond the common refusals: eps as clnorm_rmsnorm does. */
 CLNORM_API clnorm_status clnorm_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype,
                                              size_t rows, size_t cols, const void *x,
                                              const void *gamma, void *y, float eps);
+/*! clnorm_softmax_host() : clnorm_softmax on host arrays.
+ *  Refuses, beyond the common refusals: algo as clnorm_softmax does. */
 CLNORM_API clnorm_status clnorm_softmax_host(clnorm_session *s, clnorm_dtype dtype,
                                              size_t rows, size_t cols, const void *x,
                                              void *y, clnorm_softmax_algo algo);
+/*! clnorm_softmax_stats_host() : clnorm_softmax_stats on host arrays; row_max and
+ *  row_sum receive rows floats each. */
 CLNORM_API clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dtype dtype,
                                                    size_t rows, size_t cols,
                                                    const void *x, float *row_max,
                                                    float *row_sum);
 
-/* Extension: the fused add of clnorm_add_rmsnorm on host arrays; residual is
-   updated in place when update_residual is nonzero. */
+/*! clnorm_add_rmsnorm_host() : the fused add of clnorm_add_rmsnorm on host arrays.
+ *  residual is read, and updated in place with h when update_residual is nonzero;
+ *  it must not share memory with y. Refuses, beyond the common refusals: eps as
+ *  clnorm_rmsnorm does. */
 CLNORM_API clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype,
                                                  size_t rows, size_t cols, const void *x,
                                                  void *residual, int update_residual,
                                                  const void *gamma, void *y, float eps);
 
 /* ---- Kernel cache --------------------------------------------------------------- */
-/* Build now every program this queue's device will need, instead of at first use. */
+
+/*! clnorm_warmup() :
+ *  Build now every program this queue's device will need, instead of at first use.
+ *  Borrows: queue, for the call; the cache retains its context afterwards.
+ *  Returns: CLNORM_SUCCESS once the programs are built.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL or invalid queue or a bad CLNORM_*
+ *           environment value; the statuses of a build (CLNORM_BUILD_FAILED with the
+ *           log in clnorm_last_error, CLNORM_OUT_OF_RESOURCES, CLNORM_OPENCL_ERROR). */
 CLNORM_API clnorm_status clnorm_warmup(cl_command_queue queue);
-/* Drop cached programs and kernels of one context (NULL: of all contexts), and the
-   cache's reference to that context. Must not race with calls using that context. */
+
+/*! clnorm_release_cache() :
+ *  Drop cached programs and kernels of one context (NULL: of all contexts), the
+ *  pooled scratch buffers, and the cache's reference to that context. Programs
+ *  whose first run has completed and that wait for the disk cache are stored
+ *  first. Must not race with calls
+ *  using that context (with NULL: with any call). */
 CLNORM_API void clnorm_release_cache(cl_context context);
 
 #ifdef __cplusplus
