@@ -4,9 +4,9 @@
 # pkg-config (dynamic and static linking), and a fifth from the source tree through
 # add_subdirectory. Also checks that every installed file a
 # consumer needs is there and that find_package refuses an incompatible version.
-# Usage: consume.sh BUILD_DIR SOURCE_DIR VERSION
+# Usage: consume.sh BUILD_DIR SOURCE_DIR VERSION SOVERSION
 set -eu
-build=$1 src=$2 version=$3
+build=$1 src=$2 version=$3 soversion=$4
 prefix=$(mktemp -d "${TMPDIR:-/tmp}/clnorm-install.XXXXXX")
 trap 'rm -rf "$prefix"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -15,7 +15,7 @@ cmake --install "$build" --prefix "$prefix" >"$prefix/install.log" || { cat "$pr
 pc=$(find "$prefix" -name clnorm.pc | head -n 1)
 [ -n "$pc" ] || fail "no clnorm.pc installed"
 libdir=$(dirname "$(dirname "$pc")")
-for f in "$prefix/include/clnorm.h" "$libdir/libclnorm.so" "$libdir/libclnorm.so.${version%%.*}" \
+for f in "$prefix/include/clnorm.h" "$libdir/libclnorm.so" "$libdir/libclnorm.so.$soversion" \
          "$libdir/libclnorm.a" "$libdir/cmake/clnorm/clnormConfig.cmake" \
          "$libdir/cmake/clnorm/clnormConfigVersion.cmake" "$libdir/cmake/clnorm/clnormTargets.cmake"; do
     [ -e "$f" ] || fail "not installed: $f"
