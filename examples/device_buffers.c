@@ -15,8 +15,8 @@
 enum {
     ROWS = 5,
     COLS = 37,
-    X_OFF = 3, X_LD = COLS + 4,        /* input: 3 elements before it, 4 after each row */
-    N_OFF = 1, P_OFF = N_OFF + COLS + 2, /* outputs side by side in each output row  */
+    X_OFF = 3, X_LD = COLS + 4,          /* input: 3 elements before it, 4 after each row */
+    N_OFF = 1, P_OFF = N_OFF + COLS + 2, /* outputs side by side in each output row     */
     OUT_LD = P_OFF + COLS + 3,
     X_LEN = X_OFF + ROWS * X_LD,
     OUT_LEN = ROWS * OUT_LD

@@ -96,6 +96,8 @@ int main(int argc, char **argv)
     if (failed(clnorm_softmax(q, CLNORM_F32, ROWS, COLS, whole_x, whole_y, CLNORM_SOFTMAX_AUTO,
                               0, NULL, NULL), "clnorm_softmax"))
         goto done;
+    /* The session's queue is in order: once the last, blocking read returns, every
+       read before it has completed too. */
     for (int t = 0; t < TILES; t++)
         if (cl_failed(clEnqueueReadBuffer(q, bmax[t], CL_FALSE, 0, sizeof tile_max[t],
                                           tile_max[t], 0, NULL, NULL), "read max") ||
@@ -105,11 +107,12 @@ int main(int argc, char **argv)
     if (cl_failed(clEnqueueReadBuffer(q, by, CL_TRUE, 0, sizeof y, y, 0, NULL, NULL), "read y"))
         goto done;
 
-    double worst = 0; /* largest relative difference of the merged softmax from clnorm_softmax */
+    double worst = 0; /* the largest relative difference from clnorm_softmax */
     for (int r = 0; r < ROWS; r++) {
         /* Merge the tiles in order, starting from the identity (-inf, 0). */
         float m = -INFINITY, l = 0;
-        for (int t = 0; t < TILES; t++) clnorm_stats_merge(m, l, tile_max[t][r], tile_sum[t][r], &m, &l);
+        for (int t = 0; t < TILES; t++)
+            clnorm_stats_merge(m, l, tile_max[t][r], tile_sum[t][r], &m, &l);
 
         double m_ref = -INFINITY, l_ref = 0;
         for (int c = 0; c < COLS; c++) m_ref = fmax(m_ref, x[r][c]);

@@ -133,8 +133,10 @@ int main(int argc, char **argv)
         if (failed(clnorm_add_rmsnorm(q, CLNORM_F32, TOKENS, HIDDEN, xv, hv, !last, bg[b + 1], xv,
                                       EPS, 0, NULL, NULL), "clnorm_add_rmsnorm"))
             goto done;
-        if (cl_failed(clEnqueueReadBuffer(q, bx, CL_TRUE, 0, bytes, x, 0, NULL, NULL), "read x") ||
-            cl_failed(clEnqueueReadBuffer(q, bh, CL_TRUE, 0, bytes, h_dev, 0, NULL, NULL), "read h"))
+        if (cl_failed(clEnqueueReadBuffer(q, bx, CL_TRUE, 0, bytes, x, 0, NULL, NULL), "read x"))
+            goto done;
+        if (cl_failed(clEnqueueReadBuffer(q, bh, CL_TRUE, 0, bytes, h_dev, 0, NULL, NULL),
+                      "read h"))
             goto done;
 
         /* The stream the fused op normalised: h + o rounded to float32. The device's
