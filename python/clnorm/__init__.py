@@ -1,0 +1,725 @@
+"""clnorm: row-wise RMSNorm, softmax and online-softmax statistics on any OpenCL device.
+
+Each operation takes a 2-D array of rows and works on every row:
+
+    softmax(x)        y = exp(x - max) / sum(exp(x - max)) per row
+    rmsnorm(x)        y = x * (mean(x^2) + eps)^(-1/2) * gamma per row
+    add_rmsnorm(x, r) h = x + r; r <- h; y = rmsnorm(h)
+    softmax_stats(x)  (row_max, row_sum): max and sum(exp(x - max)) per row
+
+Arrays are either numpy arrays (float32, float16, and bfloat16 where ml_dtypes is
+installed), which run on a session's device and return numpy arrays, or
+pyopencl.array.Array objects, which run on the array's own queue without any copy
+and return pyopencl arrays with the operation's event attached. Every failure
+raises clnorm.Error. The full guide is docs/python.md in the repository.
+"""
+import math
+import sys
+import threading
+from ctypes import byref, c_float, c_void_p
+
+import numpy as np
+
+from . import _lib as _L
+from ._cl import Device
+from ._cl import list_devices as _list_devices
+from ._lib import ArgumentError, ArgumentTypeError, Error, Matrix, library_path
+
+__all__ = [
+    "softmax", "rmsnorm", "add_rmsnorm", "softmax_stats", "stats_merge", "devices",
+    "Session", "Device", "Error", "ArgumentError", "ArgumentTypeError",
+    "default_session", "library_path", "library_version", "__version__",
+]
+
+
+def library_version():
+    """The loaded libclnorm's version, "MAJOR.MINOR.PATCH" (clnorm_version())."""
+    return _L.clnorm_version().decode()
+
+
+__version__ = library_version()
+
+# numpy dtype -> clnorm_dtype.
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1}
+try:
+    import ml_dtypes as _ml_dtypes
+    _DTYPES[np.dtype(_ml_dtypes.bfloat16)] = 2
+except ImportError:  # bfloat16 needs ml_dtypes; float32 and float16 work without it
+    _ml_dtypes = None
+
+_ALGOS = {"auto": 0, "three_pass": 1, "three-pass": 1, "3pass": 1, "online": 2}
+_F32 = np.dtype(np.float32)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+# ---- argument checks ---------------------------------------------------------------
+
+def _dtype_code(a, name):
+    code = _DTYPES.get(a.dtype)
+    if code is None:
+        have = ", bfloat16" if _ml_dtypes is not None else \
+            " (bfloat16 needs the ml_dtypes package, which is not installed)"
+        raise ArgumentTypeError(
+            f"{name}.dtype is {a.dtype}; clnorm takes float32, float16{have}")
+    return code
+
+
+def _shape2(a, name):
+    if a.ndim != 2:
+        raise ArgumentError(
+            f"{name} has {a.ndim} dimensions (shape {tuple(a.shape)}); clnorm takes "
+            "2-D arrays of rows (rows, cols)")
+    rows, cols = a.shape
+    if cols == 0:
+        raise ArgumentError(f"{name} has shape {tuple(a.shape)}: cols is 0")
+    return rows, cols
+
+
+def _row_stride(a, name, rows, cols):
+    """Leading dimension in elements of a row-major view; refuses other layouts."""
+    if rows == 0:
+        return cols
+    it = a.dtype.itemsize
+    s0, s1 = a.strides
+    if cols > 1 and s1 != it:
+        raise ArgumentError(
+            f"{name}.strides = {tuple(a.strides)}: the column stride must be the item "
+            f"size ({it} bytes); pass a row-major array (numpy.ascontiguousarray)")
+    if rows <= 1:
+        return cols
+    if s0 < cols * it or s0 % it:
+        raise ArgumentError(
+            f"{name}.strides = {tuple(a.strides)}: the row stride must be a multiple of "
+            f"the item size ({it} bytes) and at least cols * itemsize = {cols * it}")
+    return s0 // it
+
+
+def _same_as_x(a, name, x, xname="x"):
+    if a.dtype != x.dtype:
+        raise ArgumentTypeError(
+            f"{name}.dtype is {a.dtype} but {xname}.dtype is {x.dtype}; they must match")
+    if tuple(a.shape) != tuple(x.shape):
+        raise ArgumentError(
+            f"{name} has shape {tuple(a.shape)} but {xname} has shape {tuple(x.shape)}; "
+            "they must match")
+
+
+def _eps(eps):
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"eps = {eps!r} is not a number") from None
+    if not (math.isfinite(e) and 0.0 <= e <= _F32_MAX):
+        raise ArgumentError(f"eps = {eps!r}: must be finite, >= 0 and fit a float32")
+    return e
+
+
+def _algo(algo):
+    a = _ALGOS.get(algo.lower() if isinstance(algo, str) else None)
+    if a is None:
+        if isinstance(algo, int) and not isinstance(algo, bool) and algo in (0, 1, 2):
+            return algo
+        raise ArgumentError(
+            f"algo = {algo!r}: must be \"auto\", \"three_pass\" or \"online\"")
+    return a
+
+
+def _gamma_np(gamma, x, cols):
+    if gamma is None:
+        return None
+    if not isinstance(gamma, np.ndarray):
+        raise ArgumentTypeError(
+            f"gamma is a {type(gamma).__name__}; with numpy x it must be a numpy array")
+    if gamma.dtype != x.dtype:
+        raise ArgumentTypeError(
+            f"gamma.dtype is {gamma.dtype} but x.dtype is {x.dtype}; they must match "
+            "(gamma.astype(x.dtype))")
+    if gamma.shape != (cols,):
+        raise ArgumentError(
+            f"gamma has shape {gamma.shape}; it must be (cols,) = ({cols},)")
+    return np.ascontiguousarray(gamma)
+
+
+# ---- numpy arrays: the session's host-array functions -----------------------------
+# The host functions take packed rows, so a strided view (a column slice of a wider
+# array) is packed into a temporary first and a strided out= is filled from one. The
+# host functions copy to and from the device anyway, so packing adds one host copy to
+# that and keeps one code path; see docs/python.md, "Views".
+
+def _np_in(x, name):
+    if not isinstance(x, np.ndarray):
+        raise ArgumentTypeError(
+            f"{name} is a {type(x).__name__}; clnorm takes numpy.ndarray or "
+            "pyopencl.array.Array")
+    rows, cols = _shape2(x, name)
+    code = _dtype_code(x, name)
+    ld = _row_stride(x, name, rows, cols)
+    return rows, cols, code, (x if ld == cols else np.ascontiguousarray(x))
+
+
+def _np_out(out, x, name="out"):
+    """(the array to return, the packed array the library writes)."""
+    if out is None:
+        y = np.empty(x.shape, x.dtype)
+        return y, y
+    if not isinstance(out, np.ndarray):
+        raise ArgumentTypeError(
+            f"{name} is a {type(out).__name__}; with numpy x it must be a numpy array")
+    _same_as_x(out, name, x)
+    if not out.flags.writeable:
+        raise ArgumentError(f"{name} is read-only")
+    rows, cols = x.shape
+    ld = _row_stride(out, name, rows, cols)
+    return out, (out if ld == cols else np.empty(x.shape, x.dtype))
+
+
+def _np_writeback(y, yp):
+    if yp is not y:
+        y[...] = yp
+
+
+def _np_softmax(s, x, algo, out):
+    rows, cols, code, xp = _np_in(x, "x")
+    a = _algo(algo)
+    y, yp = _np_out(out, x)
+    _L.check(_L.clnorm_softmax_host(s._ptr(), code, rows, cols, xp.ctypes.data,
+                                    yp.ctypes.data, a))
+    _np_writeback(y, yp)
+    return y
+
+
+def _np_rmsnorm(s, x, gamma, eps, out):
+    rows, cols, code, xp = _np_in(x, "x")
+    g = _gamma_np(gamma, x, cols)
+    e = _eps(eps)
+    y, yp = _np_out(out, x)
+    _L.check(_L.clnorm_rmsnorm_host(s._ptr(), code, rows, cols, xp.ctypes.data,
+                                    None if g is None else g.ctypes.data, yp.ctypes.data,
+                                    e))
+    _np_writeback(y, yp)
+    return y
+
+
+def _np_add_rmsnorm(s, x, residual, gamma, eps, update_residual, out):
+    rows, cols, code, xp = _np_in(x, "x")
+    if not isinstance(residual, np.ndarray):
+        raise ArgumentTypeError(
+            f"residual is a {type(residual).__name__}; with numpy x it must be a numpy "
+            "array")
+    _same_as_x(residual, "residual", x)
+    upd = bool(update_residual)
+    if upd and not residual.flags.writeable:
+        raise ArgumentError("residual is read-only but update_residual is True")
+    rld = _row_stride(residual, "residual", rows, cols)
+    g = _gamma_np(gamma, x, cols)
+    e = _eps(eps)
+    if upd and out is not None and isinstance(out, np.ndarray) and \
+            np.shares_memory(out, residual):
+        raise ArgumentError("out overlaps residual, which update_residual also writes")
+    y, yp = _np_out(out, x)
+    if rld == cols:
+        rp = residual
+    else:
+        rp = np.ascontiguousarray(residual)
+    _L.check(_L.clnorm_add_rmsnorm_host(s._ptr(), code, rows, cols, xp.ctypes.data,
+                                        rp.ctypes.data, int(upd),
+                                        None if g is None else g.ctypes.data,
+                                        yp.ctypes.data, e))
+    _np_writeback(y, yp)
+    if upd and rp is not residual:
+        residual[...] = rp
+    return y
+
+
+def _np_softmax_stats(s, x):
+    rows, cols, code, xp = _np_in(x, "x")
+    m = np.empty(rows, _F32)
+    l = np.empty(rows, _F32)
+    _L.check(_L.clnorm_softmax_stats_host(s._ptr(), code, rows, cols, xp.ctypes.data,
+                                          m.ctypes.data, l.ctypes.data))
+    return m, l
+
+
+# ---- pyopencl arrays: the device-buffer functions on the array's queue -------------
+
+def _cla():
+    """pyopencl.array where the caller's array came from it (already imported)."""
+    return sys.modules.get("pyopencl.array")
+
+
+def _is_cl(a):
+    m = sys.modules.get("pyopencl.array")
+    return m is not None and isinstance(a, m.Array)
+
+
+def _cl_matrix(a, name, rows, cols):
+    ld = _row_stride(a, name, rows, cols)
+    it = a.dtype.itemsize
+    off = a.offset
+    if off % it:
+        raise ArgumentError(
+            f"{name}.offset = {off} bytes is not a multiple of the item size ({it})")
+    mem = getattr(a.base_data, "int_ptr", None)
+    if mem is None:
+        raise ArgumentTypeError(
+            f"{name} is not backed by a cl_mem buffer (base_data is "
+            f"{type(a.base_data).__name__}); SVM arrays are not supported")
+    return Matrix(mem, off // it, ld)
+
+
+def _cl_in(x):
+    rows, cols = _shape2(x, "x")
+    code = _dtype_code(x, "x")
+    q = x.queue
+    if q is None:
+        raise ArgumentError("x.queue is None; give the array a queue (x.with_queue(q))")
+    return rows, cols, code, q
+
+
+def _cl_out(out, x, q):
+    if out is None:
+        return _cla().empty(q, x.shape, x.dtype, allocator=x.allocator)
+    if not _is_cl(out):
+        raise ArgumentTypeError(
+            f"out is a {type(out).__name__}; with a pyopencl x it must be a "
+            "pyopencl.array.Array")
+    _same_as_x(out, "out", x)
+    return out
+
+
+def _cl_gamma(gamma, x, q, cols, waits):
+    """The cl_mem of gamma: cols elements at offset 0, as the library takes it."""
+    if gamma is None:
+        return None, None
+    if isinstance(gamma, np.ndarray):
+        g = _gamma_np(gamma, x, cols)
+        # A host gamma is uploaded once for this call (cols elements, not the rows).
+        dg = _cla().to_device(q, g, allocator=x.allocator)
+    elif _is_cl(gamma):
+        if gamma.dtype != x.dtype:
+            raise ArgumentTypeError(
+                f"gamma.dtype is {gamma.dtype} but x.dtype is {x.dtype}; they must match")
+        if tuple(gamma.shape) != (cols,):
+            raise ArgumentError(
+                f"gamma has shape {tuple(gamma.shape)}; it must be (cols,) = ({cols},)")
+        dg = gamma
+        if gamma.offset != 0 or (cols > 1 and gamma.strides[0] != gamma.dtype.itemsize):
+            # The library reads gamma at offset 0 of its buffer: a view elsewhere is
+            # copied on the device (cols elements).
+            dg = gamma.copy(queue=q)
+    else:
+        raise ArgumentTypeError(
+            f"gamma is a {type(gamma).__name__}; it must be None, a numpy array or a "
+            "pyopencl.array.Array")
+    waits.extend(dg.events)
+    mem = getattr(dg.base_data, "int_ptr", None)
+    if mem is None:
+        raise ArgumentTypeError("gamma is not backed by a cl_mem buffer")
+    return mem, dg
+
+
+def _wait_list(waits, wait_for):
+    if wait_for:
+        waits.extend(wait_for)
+    n = len(waits)
+    if not n:
+        return 0, None
+    try:
+        return n, (c_void_p * n)(*[e.int_ptr for e in waits])
+    except AttributeError:
+        raise ArgumentTypeError(
+            "wait_for must be a list of pyopencl.Event; got "
+            f"{[type(e).__name__ for e in wait_for]}") from None
+
+
+def _attach(ev, *arrays):
+    e = sys.modules["pyopencl"].Event.from_int_ptr(ev.value, retain=False)
+    for a in arrays:
+        a.add_event(e)
+    return e
+
+
+def _cl_softmax(x, algo, out, wait_for):
+    rows, cols, code, q = _cl_in(x)
+    a = _algo(algo)
+    y = _cl_out(out, x, q)
+    if rows == 0:
+        return y
+    mx = _cl_matrix(x, "x", rows, cols)
+    my = _cl_matrix(y, "out", rows, cols)
+    waits = list(x.events)
+    if y is not x:
+        waits.extend(y.events)
+    n, wl = _wait_list(waits, wait_for)
+    ev = c_void_p()
+    st = _L.clnorm_softmax(q.int_ptr, code, rows, cols, mx, my, a, n, wl, byref(ev))
+    if st:
+        _L.raise_status(st)
+    _attach(ev, y)
+    return y
+
+
+def _cl_rmsnorm(x, gamma, eps, out, wait_for):
+    rows, cols, code, q = _cl_in(x)
+    e = _eps(eps)
+    y = _cl_out(out, x, q)
+    waits = list(x.events)
+    g, keep = _cl_gamma(gamma, x, q, cols, waits)
+    if rows == 0:
+        return y
+    mx = _cl_matrix(x, "x", rows, cols)
+    my = _cl_matrix(y, "out", rows, cols)
+    if y is not x:
+        waits.extend(y.events)
+    n, wl = _wait_list(waits, wait_for)
+    ev = c_void_p()
+    st = _L.clnorm_rmsnorm(q.int_ptr, code, rows, cols, mx, g, my, e, n, wl, byref(ev))
+    if st:
+        _L.raise_status(st)
+    _attach(ev, y)
+    return y
+
+
+def _cl_add_rmsnorm(x, residual, gamma, eps, update_residual, out, wait_for):
+    rows, cols, code, q = _cl_in(x)
+    if not _is_cl(residual):
+        raise ArgumentTypeError(
+            f"residual is a {type(residual).__name__}; with a pyopencl x it must be a "
+            "pyopencl.array.Array")
+    _same_as_x(residual, "residual", x)
+    e = _eps(eps)
+    y = _cl_out(out, x, q)
+    waits = list(x.events)
+    g, keep = _cl_gamma(gamma, x, q, cols, waits)
+    if rows == 0:
+        return y
+    mx = _cl_matrix(x, "x", rows, cols)
+    mr = _cl_matrix(residual, "residual", rows, cols)
+    my = _cl_matrix(y, "out", rows, cols)
+    waits.extend(residual.events)
+    if y is not x:
+        waits.extend(y.events)
+    n, wl = _wait_list(waits, wait_for)
+    ev = c_void_p()
+    upd = bool(update_residual)
+    st = _L.clnorm_add_rmsnorm(q.int_ptr, code, rows, cols, mx, mr, int(upd), g, my, e,
+                               n, wl, byref(ev))
+    if st:
+        _L.raise_status(st)
+    if upd:
+        _attach(ev, y, residual)
+    else:
+        _attach(ev, y)
+    return y
+
+
+def _cl_softmax_stats(x, out, wait_for):
+    rows, cols, code, q = _cl_in(x)
+    cla = _cla()
+    if out is None:
+        m = cla.empty(q, (rows,), _F32, allocator=x.allocator)
+        l = cla.empty(q, (rows,), _F32, allocator=x.allocator)
+    else:
+        try:
+            m, l = out
+        except (TypeError, ValueError):
+            raise ArgumentTypeError("out must be a pair (row_max, row_sum)") from None
+        for name, a in (("out[0]", m), ("out[1]", l)):
+            if not _is_cl(a):
+                raise ArgumentTypeError(
+                    f"{name} is a {type(a).__name__}; it must be a pyopencl.array.Array")
+            if a.dtype != _F32 or tuple(a.shape) != (rows,) or a.offset != 0:
+                raise ArgumentError(
+                    f"{name} is {a.dtype} of shape {tuple(a.shape)} at offset "
+                    f"{a.offset}; it must be float32 of shape ({rows},) at offset 0")
+    if rows == 0:
+        return m, l
+    mx = _cl_matrix(x, "x", rows, cols)
+    waits = list(x.events)
+    waits.extend(m.events)
+    waits.extend(l.events)
+    n, wl = _wait_list(waits, wait_for)
+    ev = c_void_p()
+    st = _L.clnorm_softmax_stats(q.int_ptr, code, rows, cols, mx, m.base_data.int_ptr,
+                                 l.base_data.int_ptr, n, wl, byref(ev))
+    if st:
+        _L.raise_status(st)
+    _attach(ev, m, l)
+    return m, l
+
+
+def _no_wait_for(wait_for):
+    if wait_for:
+        raise ArgumentTypeError("wait_for applies to pyopencl arrays only; x is numpy")
+
+
+# ---- sessions ----------------------------------------------------------------------
+
+class Session:
+    """One OpenCL context and one in-order queue on one device (clnorm_session).
+
+    spec: None means the CLNORM_DEVICE environment variable, and where that is unset
+    the first GPU, else the first device. Otherwise "P:D" (platform and device index
+    as clnorm.devices() and `python -m clnorm devices` list them), "cpu" or "gpu", or
+    a case-insensitive substring of "<platform name> <platform vendor> <device name>
+    <device vendor>" such as "pocl", "nvidia" or "llvmpipe"; a clnorm.Device is taken
+    as its spec. Raises clnorm.Error (CLNORM_DEVICE_NOT_FOUND, ...) on failure.
+
+    The methods are the module's functions on this session's device. numpy arrays
+    run here; pyopencl arrays run on their own queue whichever session is used. A
+    session may be used from many threads at once. close() (or leaving a `with`
+    block) releases it; it must not race with calls still using the session.
+    """
+
+    def __init__(self, spec=None):
+        if isinstance(spec, Device):
+            spec = spec.spec
+        if spec is not None and not isinstance(spec, str):
+            raise ArgumentTypeError(
+                f"spec is a {type(spec).__name__}; it must be None, a str or a "
+                "clnorm.Device")
+        h = c_void_p()
+        _L.check(_L.clnorm_session_create(None if spec is None else spec.encode(),
+                                          byref(h)))
+        self._h = h.value
+        self.spec = spec
+        #: The device's CL_DEVICE_NAME.
+        self.device_name = _L.clnorm_session_device_name(self._h).decode(errors="replace")
+        self._pyopencl = None
+
+    def _ptr(self):
+        h = self._h
+        if h is None:
+            raise Error("CLNORM_INVALID_ARGUMENT", "the session is closed")
+        return h
+
+    def close(self):
+        """Finishes the queue and releases the session. Idempotent."""
+        h, self._h = getattr(self, "_h", None), None
+        if h is not None and _L is not None and _L.clnorm_session_destroy is not None:
+            _L.clnorm_session_destroy(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._h is None else repr(self.device_name)
+        return f"clnorm.Session({self.spec!r}: {state})"
+
+    @property
+    def context_ptr(self):
+        """The session's cl_context as an int (borrowed: valid until close())."""
+        return _L.clnorm_session_context(self._ptr())
+
+    @property
+    def queue_ptr(self):
+        """The session's cl_command_queue as an int (borrowed: valid until close())."""
+        return _L.clnorm_session_queue(self._ptr())
+
+    def _wrappers(self):
+        if self._pyopencl is None:
+            import pyopencl as cl
+            # retain=True: the wrappers hold their own references, so they outlive
+            # close() safely.
+            ctx = cl.Context.from_int_ptr(self.context_ptr, retain=True)
+            q = cl.CommandQueue.from_int_ptr(self.queue_ptr, retain=True)
+            self._pyopencl = (ctx, q)
+        return self._pyopencl
+
+    @property
+    def context(self):
+        """The session's context as a pyopencl.Context (needs pyopencl)."""
+        return self._wrappers()[0]
+
+    @property
+    def queue(self):
+        """The session's in-order queue as a pyopencl.CommandQueue (needs pyopencl):
+        arrays made on it (pyopencl.array.to_device(s.queue, a)) run on this device."""
+        return self._wrappers()[1]
+
+    def warmup(self):
+        """Builds every program this device needs now instead of at first use."""
+        _L.check(_L.clnorm_warmup(self.queue_ptr))
+
+    def softmax(self, x, algo="auto", *, out=None, wait_for=None):
+        """clnorm.softmax on this session's device; see its documentation."""
+        if _is_cl(x):
+            return _cl_softmax(x, algo, out, wait_for)
+        _no_wait_for(wait_for)
+        return _np_softmax(self, x, algo, out)
+
+    def rmsnorm(self, x, gamma=None, eps=1e-6, *, out=None, wait_for=None):
+        """clnorm.rmsnorm on this session's device; see its documentation."""
+        if _is_cl(x):
+            return _cl_rmsnorm(x, gamma, eps, out, wait_for)
+        _no_wait_for(wait_for)
+        return _np_rmsnorm(self, x, gamma, eps, out)
+
+    def add_rmsnorm(self, x, residual, gamma=None, eps=1e-6, update_residual=True, *,
+                    out=None, wait_for=None):
+        """clnorm.add_rmsnorm on this session's device; see its documentation."""
+        if _is_cl(x):
+            return _cl_add_rmsnorm(x, residual, gamma, eps, update_residual, out, wait_for)
+        _no_wait_for(wait_for)
+        return _np_add_rmsnorm(self, x, residual, gamma, eps, update_residual, out)
+
+    def softmax_stats(self, x, *, out=None, wait_for=None):
+        """clnorm.softmax_stats on this session's device; see its documentation."""
+        if _is_cl(x):
+            return _cl_softmax_stats(x, out, wait_for)
+        _no_wait_for(wait_for)
+        if out is not None:
+            raise ArgumentTypeError("out applies to pyopencl arrays only in softmax_stats")
+        return _np_softmax_stats(self, x)
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_session():
+    """The session that the module's functions use for numpy arrays: created on first
+    use with spec None (so CLNORM_DEVICE chooses the device) and kept; creation is
+    thread-safe and happens once."""
+    global _default
+    s = _default
+    if s is None:
+        with _default_lock:
+            if _default is None:
+                _default = Session()
+            s = _default
+    return s
+
+
+# ---- the module's functions ---------------------------------------------------------
+
+def softmax(x, algo="auto", *, out=None, wait_for=None):
+    """Softmax of each row: y[r, j] = exp(x[r, j] - m) / l with m = max_j x[r, j] and
+    l = sum_j exp(x[r, j] - m).
+
+    x: 2-D (rows, cols), cols >= 1, float32, float16 or bfloat16; a numpy array
+    (row-major, rows may be strided: a column slice of a wider array) or a
+    pyopencl.array.Array (any offset and row stride; column stride = item size).
+    algo: "auto" (the library picks per device and shape), "three_pass" (max,
+    sum-of-exp, write) or "online" (one statistics pass with rescaling, then write).
+    out: optional array of x's kind, shape and dtype to write; may be x itself (in
+    place). Elements are accumulated in float32.
+    wait_for: pyopencl events to wait for (pyopencl arrays only), besides the events
+    already attached to x and out.
+
+    Special values: a NaN anywhere in a row makes the whole row NaN; a row of only
+    -inf gives zeros; a row with k >= 1 entries of +inf and no NaN gives 1/k at those
+    entries and 0 elsewhere; other -inf entries give 0.
+
+    Returns y (out if given): a numpy array, or for pyopencl input a pyopencl array
+    whose events include the operation's (the call does not wait for it).
+    Raises clnorm.Error; refused arguments raise clnorm.ArgumentError (a ValueError)
+    or clnorm.ArgumentTypeError (a TypeError), both clnorm.Error.
+    """
+    if _is_cl(x):
+        return _cl_softmax(x, algo, out, wait_for)
+    _no_wait_for(wait_for)
+    return _np_softmax(default_session(), x, algo, out)
+
+
+def rmsnorm(x, gamma=None, eps=1e-6, *, out=None, wait_for=None):
+    """RMSNorm of each row: y[r, j] = x[r, j] * (sum_j x[r, j]^2 / cols + eps)^(-1/2)
+    * gamma[j]. No mean is subtracted; sums are accumulated in float32 or wider.
+
+    x: as for softmax. gamma: None (no scale) or a 1-D array of cols elements of x's
+    dtype (numpy, or pyopencl for pyopencl x; a numpy gamma with pyopencl x is
+    uploaded for the call). eps: finite, >= 0. out, wait_for: as for softmax.
+
+    Special values: a NaN in a row makes the whole row NaN; otherwise the result is
+    what IEEE arithmetic on the definition gives.
+    """
+    if _is_cl(x):
+        return _cl_rmsnorm(x, gamma, eps, out, wait_for)
+    _no_wait_for(wait_for)
+    return _np_rmsnorm(default_session(), x, gamma, eps, out)
+
+
+def add_rmsnorm(x, residual, gamma=None, eps=1e-6, update_residual=True, *, out=None,
+                wait_for=None):
+    """Fused residual add and RMSNorm, per row: h = x + residual (computed in float32
+    and rounded to the dtype); residual <- h in place when update_residual; y =
+    rmsnorm(h, gamma, eps). The rounded h is what gets normalised, so y equals
+    rmsnorm of the updated residual.
+
+    residual: same kind, shape and dtype as x; written in place when update_residual
+    (then it must be writable and must not overlap out). gamma, eps, out, wait_for:
+    as for rmsnorm; out may be x. Returns y.
+    """
+    if _is_cl(x):
+        return _cl_add_rmsnorm(x, residual, gamma, eps, update_residual, out, wait_for)
+    _no_wait_for(wait_for)
+    return _np_add_rmsnorm(default_session(), x, residual, gamma, eps, update_residual,
+                           out)
+
+
+def softmax_stats(x, *, out=None, wait_for=None):
+    """Online-softmax statistics of each row, as float32: (row_max, row_sum) with
+    row_max[r] = max_j x[r, j] and row_sum[r] = sum_j exp(x[r, j] - row_max[r]).
+
+    x: as for softmax. Returns two 1-D float32 arrays of rows elements (numpy, or
+    pyopencl for pyopencl x). out (pyopencl only): a pair of float32 pyopencl arrays
+    of shape (rows,) at offset 0 to write instead. A NaN row gives (NaN, NaN); a row
+    of only -inf gives (-inf, 0); k entries of +inf give (+inf, k). Merge the
+    statistics of column shards with clnorm.stats_merge.
+    """
+    if _is_cl(x):
+        return _cl_softmax_stats(x, out, wait_for)
+    _no_wait_for(wait_for)
+    if out is not None:
+        raise ArgumentTypeError("out applies to pyopencl arrays only in softmax_stats")
+    return _np_softmax_stats(default_session(), x)
+
+
+def _merge_weight(mp, m):
+    # As the library's merge: a part at the union's maximum weighs 1 (0 where that
+    # maximum is -inf), so -inf - -inf and inf - inf are never taken.
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = np.exp(mp - m)
+    return np.where(mp == m, np.where(np.isneginf(m), np.float32(0), np.float32(1)), w)
+
+
+def stats_merge(ma, la, mb, lb):
+    """(m, l) of the union of two parts' softmax statistics: m = max(ma, mb),
+    l = e^(ma - m) la + e^(mb - m) lb. (-inf, 0) is the identity; a NaN in any input
+    gives (NaN, NaN).
+
+    Python numbers give a pair of floats (computed by the library's
+    clnorm_stats_merge). numpy arrays (or a mix, broadcast together) give a pair of
+    float32 arrays, computed elementwise by numpy with the same rules.
+    """
+    if all(isinstance(v, (int, float, np.floating, np.integer)) for v in (ma, la, mb, lb)):
+        m, l = c_float(), c_float()
+        _L.clnorm_stats_merge(float(ma), float(la), float(mb), float(lb), byref(m),
+                              byref(l))
+        return m.value, l.value
+    ma, la, mb, lb = np.broadcast_arrays(*(np.asarray(v, _F32) for v in (ma, la, mb, lb)))
+    m = np.maximum(ma, mb)
+    with np.errstate(invalid="ignore", over="ignore"):
+        wa = np.where(la == 0, np.float32(0), la * _merge_weight(ma, m))
+        wb = np.where(lb == 0, np.float32(0), lb * _merge_weight(mb, m))
+        l = (wa + wb).astype(_F32)
+    nan = np.isnan(ma) | np.isnan(la) | np.isnan(mb) | np.isnan(lb)
+    m = np.where(nan, np.float32(np.nan), m).astype(_F32)
+    l = np.where(nan, np.float32(np.nan), l).astype(_F32)
+    return m, l
+
+
+def devices():
+    """Every OpenCL device, as clnorm.Device tuples (spec "P:D", platform, name,
+    vendor, type, version, ...) in the order `clnorm devices` numbers them. A spec
+    (or the Device itself) can be given to clnorm.Session."""
+    return _list_devices()
