@@ -1,7 +1,8 @@
 /* Where a small call's host time goes: the OpenCL calls clnorm makes per operation,
    each timed alone, against whole clnorm calls, on one device. Each loop enqueues N
-   calls and times the host only; the queue is drained between loops.
-   Build: gcc -O2 -Iinclude hostcost.c -Lbuild -lclnorm -lOpenCL; run: hostcost SPEC. */
+   calls and times the host only; the queue is drained between loops. Built with
+   -DCLNORM_BUILD_BENCH=ON (bench/README.md); run: hostcost [device spec]. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "clnorm.h"
 

@@ -4,8 +4,8 @@
    the three-pass algorithm, reductions through warp shuffles (NVIDIA inline PTX) and
    local memory. KR float4 words per work-item in registers, KL in local memory.
    Checked against a float64 reference; prints GB/s (median of 21, inputs rotated) and,
-   with -cl-nv-verbose, the registers each form uses. Not part of the build:
-   gcc -O2 lmprobe.c -lOpenCL -lm -o lmprobe && ./lmprobe [platform-substring] */
+   with -cl-nv-verbose, the registers each form uses. Built with -DCLNORM_BUILD_BENCH=ON
+   (bench/README.md); run: lmprobe [platform-substring]. */
 #include "probe.h"
 #include <math.h>
 

@@ -1,7 +1,6 @@
-/* What the standalone probes in bench/ (rowprobe.c, lmprobe.c) share: an OpenCL check
-   that ends the probe naming the call, a comparison for qsort'ing times, and the first
-   device of the first platform whose name holds a given substring. Not part of the
-   build; each probe is compiled on its own (see its header). */
+/* What the probes rowprobe.c and lmprobe.c share: an OpenCL check that ends the probe
+   naming the call, a comparison for qsort'ing times, and the first device of the
+   first platform whose name holds a given substring. */
 #ifndef CLNORM_BENCH_PROBE_H
 #define CLNORM_BENCH_PROBE_H
 #define CL_TARGET_OPENCL_VERSION 120

@@ -7,8 +7,8 @@
      reduces one value across the group through local memory, then stores the row;
    - the same skeleton persistent: G groups walk the rows, loading the next row
      before reducing and storing the current one.
-   Each kernel's output is checked against its input. Not part of the build:
-   gcc -O2 rowprobe.c -lOpenCL -o rowprobe && ./rowprobe [platform-substring] */
+   Each kernel's output is checked against its input. Built with -DCLNORM_BUILD_BENCH=ON
+   (bench/README.md); run: rowprobe [platform-substring]. */
 #include "probe.h"
 
 #define ROT 4 /* buffer pairs rotated; 4 x 32 MB inputs exceed the H200's 50 MB L2 */

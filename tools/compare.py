@@ -2,12 +2,12 @@
 """Runs the bench grid with clnorm and its peers on the same hardware, in one run,
 and writes a table of GB/s and ratios (markdown) and a PNG plot.
 
-Peers: PyTorch eager (CUDA when --torch-device cuda, else CPU), numpy (CPU), the
-scalar C loop and memcpy (`clnorm bench --impl scalar|memcpy`). Every peer is
-optional: a missing package is reported and skipped. Nothing here is needed to
-build or test clnorm.
+Peers: PyTorch eager (CUDA when --torch-device cuda, else CPU), the same PyTorch
+functions through torch.compile (--torch-compile), numpy (CPU), the scalar C loop
+and memcpy (`clnorm bench --impl scalar|memcpy`). Every peer is optional: a missing
+package is reported and skipped. Nothing here is needed to build or test clnorm.
 
-  tools/compare.py --clnorm build/tools/clnorm --device nvidia --torch-device cuda
+  tools/compare.py --clnorm build/tools/clnorm --device nvidia --torch-device cuda --torch-compile
   tools/compare.py --clnorm build/tools/clnorm --device pocl --quick --numpy --scalar
 """
 import argparse, json, os, subprocess, sys, time
@@ -39,7 +39,8 @@ def rotation(nbytes, gpu):
     return max(2, min(4096, -(-total // nbytes)))
 
 
-def bench_torch(dev, dtype, quick, repeats, batch=1):
+def bench_torch(dev, dtype, quick, repeats, batch=1, compiled=False):
+    """PyTorch's softmax and RMSNorm on the grid, eager or through torch.compile."""
     import torch
     import torch.nn.functional as F
     tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -58,6 +59,19 @@ def bench_torch(dev, dtype, quick, repeats, batch=1):
             if hasattr(F, "rms_norm"):
                 return F.rms_norm(x, (cols,), w, 1e-6)
             return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(tdt) * w
+        if compiled and not hasattr(torch, "compile"):
+            print(f"torch.compile skipped: PyTorch {torch.__version__} has none", file=sys.stderr)
+            return res
+        if compiled:
+            # One compilation per shape, static shapes: dynamo's recompile limit per
+            # function would otherwise send later shapes back to eager unannounced.
+            torch._dynamo.reset()
+            f = torch.compile(f, dynamic=False)
+            try:
+                f(xs[0])
+            except Exception as e:  # a backend missing on this machine (a compiler, Triton)
+                print(f"torch.compile {op} {dtype} {rows}x{cols} skipped: {e}", file=sys.stderr)
+                continue
         f(xs[0])
         times = []
         for i in range(repeats):
@@ -114,6 +128,8 @@ def main():
     ap.add_argument("--clnorm", default="build/tools/clnorm")
     ap.add_argument("--device", action="append", default=[], help="clnorm device spec (repeatable)")
     ap.add_argument("--torch-device", choices=["cuda", "cpu", "none"], default="none")
+    ap.add_argument("--torch-compile", action="store_true",
+                    help="also PyTorch through torch.compile (default mode), on --torch-device")
     ap.add_argument("--dtype", default="f32", help="f32, f16, bf16 or a comma list")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--numpy", action="store_true")
@@ -125,7 +141,7 @@ def main():
     a = ap.parse_args()
     dtypes = a.dtype.split(",")
     rep = a.repeats or (20 if a.torch_device == "cuda" else 5)
-    impls, copy, notes = {}, {}, {}
+    impls, copy, notes, versions = {}, {}, {}, []
     env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
     for spec in a.device or [None]:
         for dt in dtypes:
@@ -145,12 +161,21 @@ def main():
             impls[impl] = j["results"]
     if a.torch_device != "none":
         try:
+            import torch
+            where = torch.cuda.get_device_name() if a.torch_device == "cuda" else f"{torch.get_num_threads()} threads"
+            versions.append(f"PyTorch {torch.__version__} ({a.torch_device}, {where})")
             for dt in dtypes:
                 impls.setdefault("torch " + a.torch_device, []).extend(bench_torch(a.torch_device, dt, a.quick, rep, a.batch))
+            if a.torch_compile:
+                for dt in dtypes:
+                    impls.setdefault("torch.compile " + a.torch_device, []).extend(
+                        bench_torch(a.torch_device, dt, a.quick, rep, a.batch, compiled=True))
         except ImportError as e:
             print("torch skipped:", e, file=sys.stderr)
     if a.numpy:
         try:
+            import numpy
+            versions.append(f"numpy {numpy.__version__}")
             impls["numpy"] = bench_numpy(a.quick, 3)
         except ImportError as e:
             print("numpy skipped:", e, file=sys.stderr)
@@ -178,12 +203,14 @@ def main():
         lines.append(f"\n{n}: device buffer copy {c:.1f} GB/s (read + write)")
         if n in notes:
             lines.append(f"{n}: {notes[n]}")
+    if versions:
+        lines.append("\npeers: " + ", ".join(versions))
     md = "\n".join(lines) + "\n"
     print(md)
     with open(a.out + ".md", "w") as f:
         f.write(md)
     with open(a.out + ".json", "w") as f:
-        json.dump({"impls": impls, "copy_gbps": copy}, f, indent=1)
+        json.dump({"impls": impls, "copy_gbps": copy, "peers": versions}, f, indent=1)
     try:
         import matplotlib
         matplotlib.use("Agg")
