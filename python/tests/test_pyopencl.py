@@ -1,0 +1,223 @@
+"""pyopencl arrays: runs on their queue, views at offsets, events and wait lists."""
+import threading
+
+import numpy as np
+import pytest
+
+import clnorm
+from _ref import add_h, assert_close, inputs, rmsnorm_ref, softmax_ref, stats_ref
+
+POISON = -77.0  # exact in every dtype
+
+SHAPES = [(1, 1), (3, 7), (17, 257), (2, 4097), (1, 65537)]
+IDS = [f"{r}x{c}" for r, c in SHAPES]
+
+
+def dev(cl, queue, a):
+    return cl.array.to_device(queue, np.ascontiguousarray(a))
+
+
+def view_in(cl, queue, x, pad_rows=(2, 3), pad_cols=(5, 4)):
+    """x inside a larger buffer (offset != 0, row stride > cols), and that buffer."""
+    rows, cols = x.shape
+    big = np.full((rows + sum(pad_rows), cols + sum(pad_cols)), POISON, x.dtype)
+    big[pad_rows[0]:pad_rows[0] + rows, pad_cols[0]:pad_cols[0] + cols] = x
+    dbig = dev(cl, queue, big)
+    sl = (slice(pad_rows[0], pad_rows[0] + rows), slice(pad_cols[0], pad_cols[0] + cols))
+    return dbig[sl], dbig, big, sl
+
+
+def read(dbig, sl):
+    """A view's values (pyopencl's get() takes contiguous arrays only)."""
+    return dbig.get()[sl]
+
+
+def outside_untouched(dbig, big, sl):
+    got = dbig.get()
+    mask = np.ones(big.shape, bool)
+    mask[sl] = False
+    return np.array_equal(got[mask].view(np.uint8), big[mask].view(np.uint8))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+def test_values(cl, queue, shape, dtype):
+    rng = np.random.default_rng(20)
+    x = inputs(rng, shape, dtype)
+    g = inputs(rng, shape[1], dtype, 1.0)
+    r = inputs(rng, shape, dtype)
+    dx = dev(cl, queue, x)
+    y = clnorm.softmax(dx)
+    assert isinstance(y, cl.array.Array) and y.dtype == dtype and y.shape == shape
+    assert y.events, "the result carries no event"
+    assert_close(y.get(), softmax_ref(x), dtype, "softmax")
+    assert_close(clnorm.softmax(dx, algo="online").get(), softmax_ref(x), dtype, "online")
+    assert_close(clnorm.rmsnorm(dx, dev(cl, queue, g)).get(), rmsnorm_ref(x, g), dtype,
+                 "rmsnorm")
+    dr = dev(cl, queue, r)
+    yy = clnorm.add_rmsnorm(dx, dr, g, eps=1e-5)  # a numpy gamma is uploaded
+    h = add_h(x, r)
+    assert_close(yy.get(), rmsnorm_ref(h, g, 1e-5), dtype, "add_rmsnorm")
+    assert np.array_equal(dr.get().view(np.uint8), h.view(np.uint8))
+    m, l = clnorm.softmax_stats(dx)
+    assert m.dtype == np.float32 and m.shape == (shape[0],)
+    rm, rl = stats_ref(x)
+    assert np.array_equal(m.get(), rm.astype(np.float32))
+    assert_close(l.get(), rl, np.float32, "row_sum")
+
+
+def test_views_at_offset(cl, queue, dtype):
+    rng = np.random.default_rng(21)
+    x = inputs(rng, (6, 45), dtype)
+    v, dbig, big, sl = view_in(cl, queue, x)
+    assert v.offset > 0 and v.strides[0] > v.shape[1] * v.dtype.itemsize
+    assert_close(clnorm.softmax(v).get(), softmax_ref(x), dtype, "softmax view")
+    assert_close(clnorm.rmsnorm(v).get(), rmsnorm_ref(x), dtype, "rmsnorm view")
+    m, l = clnorm.softmax_stats(v)
+    assert_close(l.get(), stats_ref(x)[1], np.float32, "stats view")
+    # In place on the view: the rest of the buffer keeps its values.
+    assert clnorm.softmax(v, out=v) is v
+    assert_close(read(dbig, sl), softmax_ref(x), dtype, "in place view")
+    assert outside_untouched(dbig, big, sl)
+
+
+def test_out_view_poisoned(cl, queue, dtype):
+    rng = np.random.default_rng(22)
+    x = inputs(rng, (5, 33), dtype)
+    g = inputs(rng, 33, dtype, 1.0)
+    dx = dev(cl, queue, x)
+    o, dbig, big, sl = view_in(cl, queue, np.full(x.shape, np.nan, dtype))
+    assert clnorm.rmsnorm(dx, dev(cl, queue, g), out=o) is o
+    assert_close(read(dbig, sl), rmsnorm_ref(x, g), dtype, "rmsnorm into a view")
+    assert outside_untouched(dbig, big, sl)
+
+
+def test_add_rmsnorm_views(cl, queue, dtype):
+    rng = np.random.default_rng(23)
+    x = inputs(rng, (4, 29), dtype)
+    r = inputs(rng, (4, 29), dtype)
+    vx, dbx, bx, slx = view_in(cl, queue, x, (1, 1), (3, 2))
+    vr, dbr, br, slr = view_in(cl, queue, r, (2, 0), (0, 7))
+    y = clnorm.add_rmsnorm(vx, vr, out=vx)
+    h = add_h(x, r)
+    assert y is vx
+    assert_close(read(dbx, slx), rmsnorm_ref(h), dtype, "in-place add_rmsnorm view")
+    assert np.array_equal(read(dbr, slr).view(np.uint8), h.view(np.uint8))
+    assert outside_untouched(dbx, bx, slx)
+    assert outside_untouched(dbr, br, slr)
+    # update_residual=False leaves residual alone.
+    keep = read(dbr, slr)
+    clnorm.add_rmsnorm(vx, vr, update_residual=False)
+    assert np.array_equal(read(dbr, slr).view(np.uint8), keep.view(np.uint8))
+
+
+def test_gamma_view_is_read_from_its_offset(cl, queue):
+    rng = np.random.default_rng(24)
+    x = inputs(rng, (3, 10), np.float32)
+    gbig = inputs(rng, 30, np.float32, 1.0)
+    dg = dev(cl, queue, gbig)[7:17]
+    assert dg.offset > 0
+    assert_close(clnorm.rmsnorm(dev(cl, queue, x), dg).get(), rmsnorm_ref(x, gbig[7:17]),
+                 np.float32, "gamma at an offset")
+
+
+def test_stats_out(cl, queue):
+    x = inputs(np.random.default_rng(25), (9, 50), np.float32)
+    m = dev(cl, queue, np.full(9, np.nan, np.float32))
+    l = dev(cl, queue, np.full(9, np.nan, np.float32))
+    mm, ll = clnorm.softmax_stats(dev(cl, queue, x), out=(m, l))
+    assert mm is m and ll is l
+    rm, rl = stats_ref(x)
+    assert np.array_equal(m.get(), rm.astype(np.float32))
+    assert_close(l.get(), rl, np.float32, "stats out=")
+
+
+def test_wait_for_and_array_events(cl, queue):
+    """The call waits for wait_for and for the events already on its arrays."""
+    ctx = queue.context
+    x = inputs(np.random.default_rng(26), (4, 64), np.float32)
+    dx = dev(cl, queue, x)
+    dx.finish()
+    for how in ("wait_for", "x.events"):
+        gate = cl.UserEvent(ctx)
+        try:
+            if how == "wait_for":
+                y = clnorm.softmax(dx, wait_for=[gate])
+            else:
+                dx.add_event(gate)
+                y = clnorm.softmax(dx)
+            ev = y.events[-1]
+            queue.flush()
+            import time
+            time.sleep(0.2)
+            assert ev.command_execution_status != cl.command_execution_status.COMPLETE, \
+                f"ran before its {how} completed"
+        finally:
+            gate.set_status(cl.command_execution_status.COMPLETE)
+        y.finish()
+        assert ev.command_execution_status == cl.command_execution_status.COMPLETE
+        assert_close(y.get(), softmax_ref(x), np.float32, how)
+        dx.events.clear()
+
+
+def test_event_ownership(cl, queue):
+    """Each result's event is a fresh reference the Python object owns: dropping
+    them and finishing many calls neither leaks an error nor double-frees."""
+    x = dev(cl, queue, np.ones((2, 8), np.float32))
+    for _ in range(200):
+        y = clnorm.softmax(x)
+        e = y.events[-1]
+        assert e.reference_count >= 1
+        del y, e
+    queue.finish()
+
+
+def test_own_pyopencl_context(cl, session):
+    """A context and queue pyopencl made itself (not the session's)."""
+    device = session.queue.device
+    ctx = cl.Context([device])
+    q = cl.CommandQueue(ctx)
+    x = inputs(np.random.default_rng(27), (7, 100), np.float32)
+    dx = cl.array.to_device(q, x)
+    y = clnorm.softmax(dx)
+    assert y.queue is q or y.queue == q
+    assert_close(y.get(), softmax_ref(x), np.float32, "own context")
+    assert_close(clnorm.rmsnorm(dx).get(), rmsnorm_ref(x), np.float32, "own context")
+    q.finish()
+
+
+def test_session_methods_take_device_arrays(cl, queue, own_session):
+    x = inputs(np.random.default_rng(28), (3, 40), np.float32)
+    y = own_session.softmax(dev(cl, queue, x))  # runs on the array's queue
+    assert isinstance(y, cl.array.Array)
+    assert_close(y.get(), softmax_ref(x), np.float32, "session method")
+
+
+def test_empty_rows_device(cl, queue):
+    x = cl.array.empty(queue, (0, 5), np.float32)
+    assert clnorm.softmax(x).shape == (0, 5)
+    m, l = clnorm.softmax_stats(x)
+    assert m.shape == (0,)
+
+
+def test_threads_on_one_queue_and_own_queues(cl, queue):
+    ctx = queue.context
+    rng = np.random.default_rng(29)
+    xs = [inputs(rng, (5, 77 + i), np.float32) for i in range(6)]
+    errors = []
+
+    def work(i):
+        try:
+            q = queue if i % 2 == 0 else cl.CommandQueue(ctx)
+            dx = cl.array.to_device(q, xs[i])
+            for _ in range(10):
+                y = clnorm.softmax(dx)
+                assert_close(y.get(), softmax_ref(xs[i]), np.float32, f"thread {i}")
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
