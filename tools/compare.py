@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs the bench grid with clnorm and its peers on the same hardware, in one run,
-and writes a table of GB/s and ratios (markdown) and a PNG plot.
+and writes a table of GB/s and ratios (Markdown), the JSON of every number and a PNG
+plot. Stopped by SIGTERM (a time limit), it writes what it has measured so far.
 
 Peers: PyTorch eager (CUDA when --torch-device cuda, else CPU), the same PyTorch
 functions through torch.compile (--torch-compile), numpy (CPU), the scalar C loop
@@ -10,7 +11,7 @@ package is reported and skipped. Nothing here is needed to build or test clnorm.
   tools/compare.py --clnorm build/tools/clnorm --device nvidia --torch-device cuda --torch-compile
   tools/compare.py --clnorm build/tools/clnorm --device pocl --quick --numpy --scalar
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, signal, subprocess, sys, time
 
 GRID = [("softmax", 4096, 128, 1), ("softmax", 16384, 1024, 0), ("softmax", 4096, 4096, 1),
         ("softmax", 1024, 32768, 0), ("softmax", 64, 128256, 1), ("softmax", 8, 262144, 1),
@@ -25,10 +26,19 @@ def op_bytes(op, rows, cols, es):
     return 2 * n + (cols * es if op == "rmsnorm" else 0)
 
 
-def run_clnorm(exe, args):
-    out = subprocess.run([exe, "bench", "--json", "-"] + args, check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out[out.index('{"impl"'):])
+def run_clnorm(exe, args, env=None):
+    p = subprocess.run([exe, "bench", "--json", "-"] + args, capture_output=True, text=True, env=env)
+    if p.returncode:
+        sys.exit(f"{exe} bench {' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    return json.loads(p.stdout[p.stdout.index('{"impl"'):])
+
+
+class Interrupted(Exception):
+    """SIGTERM (a time limit ran out): write the table of what was measured so far."""
+
+
+def on_sigterm(signum, frame):
+    raise Interrupted()
 
 
 def rotation(nbytes, gpu):
@@ -39,12 +49,12 @@ def rotation(nbytes, gpu):
     return max(2, min(4096, -(-total // nbytes)))
 
 
-def bench_torch(dev, dtype, quick, repeats, batch=1, compiled=False):
-    """PyTorch's softmax and RMSNorm on the grid, eager or through torch.compile."""
+def bench_torch(dev, dtype, quick, repeats, batch, compiled, res):
+    """PyTorch's softmax and RMSNorm on the grid, eager or through torch.compile;
+    appends a result per shape to res as it goes."""
     import torch
     import torch.nn.functional as F
     tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    res = []
     for op, rows, cols, q in GRID:
         if quick and not q:
             continue
@@ -61,7 +71,7 @@ def bench_torch(dev, dtype, quick, repeats, batch=1, compiled=False):
             return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(tdt) * w
         if compiled and not hasattr(torch, "compile"):
             print(f"torch.compile skipped: PyTorch {torch.__version__} has none", file=sys.stderr)
-            return res
+            return
         if compiled:
             # One compilation per shape, static shapes: dynamo's recompile limit per
             # function would otherwise send later shapes back to eager unannounced.
@@ -93,7 +103,6 @@ def bench_torch(dev, dtype, quick, repeats, batch=1, compiled=False):
         t = times[len(times) // 2]
         res.append({"op": op, "dtype": dtype, "rows": rows, "cols": cols, "ms": t * 1e3,
                     "gbps": op_bytes(op, rows, cols, ES[dtype]) / t * 1e-9})
-    return res
 
 
 def bench_numpy(quick, repeats):
@@ -143,13 +152,25 @@ def main():
     rep = a.repeats or (20 if a.torch_device == "cuda" else 5)
     impls, copy, notes, versions = {}, {}, {}, []
     env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
+    signal.signal(signal.SIGTERM, on_sigterm)
+    interrupted = False
+    try:
+        measure(a, dtypes, rep, env, impls, copy, notes, versions)
+    except Interrupted:
+        print("interrupted: the table holds what was measured before", file=sys.stderr)
+        interrupted = True
+    write_outputs(a, impls, copy, notes, versions, interrupted)
+
+
+def measure(a, dtypes, rep, env, impls, copy, notes, versions):
+    """Runs clnorm and each peer asked for, filling impls, copy, notes and versions."""
     for spec in a.device or [None]:
         for dt in dtypes:
             args = ["--dtype", dt, "--repeats", str(rep), "--batch", str(a.batch)] + (["--quick"] if a.quick else [])
             if spec:
                 args += ["--device", spec]
             print("clnorm", spec or "default", dt, file=sys.stderr, flush=True)
-            j = run_clnorm(a.clnorm, args)
+            j = run_clnorm(a.clnorm, args, env)
             name = "clnorm " + j["device"]
             impls.setdefault(name, []).extend(j["results"])
             copy[name] = j["copy_gbps"]
@@ -157,7 +178,7 @@ def main():
                 notes[name] = j["note"]
     if a.scalar:
         for impl in ("scalar", "memcpy"):
-            j = run_clnorm(a.clnorm, ["--impl", impl, "--repeats", "3"] + (["--quick"] if a.quick else []))
+            j = run_clnorm(a.clnorm, ["--impl", impl, "--repeats", "3"] + (["--quick"] if a.quick else []), env)
             impls[impl] = j["results"]
     if a.torch_device != "none":
         try:
@@ -165,11 +186,12 @@ def main():
             where = torch.cuda.get_device_name() if a.torch_device == "cuda" else f"{torch.get_num_threads()} threads"
             versions.append(f"PyTorch {torch.__version__} ({a.torch_device}, {where})")
             for dt in dtypes:
-                impls.setdefault("torch " + a.torch_device, []).extend(bench_torch(a.torch_device, dt, a.quick, rep, a.batch))
+                bench_torch(a.torch_device, dt, a.quick, rep, a.batch, False,
+                            impls.setdefault("torch " + a.torch_device, []))
             if a.torch_compile:
                 for dt in dtypes:
-                    impls.setdefault("torch.compile " + a.torch_device, []).extend(
-                        bench_torch(a.torch_device, dt, a.quick, rep, a.batch, compiled=True))
+                    bench_torch(a.torch_device, dt, a.quick, rep, a.batch, True,
+                                impls.setdefault("torch.compile " + a.torch_device, []))
         except ImportError as e:
             print("torch skipped:", e, file=sys.stderr)
     if a.numpy:
@@ -179,6 +201,14 @@ def main():
             impls["numpy"] = bench_numpy(a.quick, 3)
         except ImportError as e:
             print("numpy skipped:", e, file=sys.stderr)
+
+
+def write_outputs(a, impls, copy, notes, versions, interrupted):
+    """The Markdown table (also printed), the JSON of every number and the PNG plot."""
+    impls = {n: rs for n, rs in impls.items() if rs}
+    if not impls:
+        sys.exit("nothing was measured")
+    copy = {n: c for n, c in copy.items() if n in impls}
     keys = sorted({(r["op"], r["dtype"], r["rows"], r["cols"]) for rs in impls.values() for r in rs},
                   key=lambda k: (k[0], k[1], k[2] * k[3], k[3]))
     table = {name: {(r["op"], r["dtype"], r["rows"], r["cols"]): r for r in rs} for name, rs in impls.items()}
@@ -205,12 +235,15 @@ def main():
             lines.append(f"{n}: {notes[n]}")
     if versions:
         lines.append("\npeers: " + ", ".join(versions))
+    if interrupted:
+        lines.append("\nInterrupted before the end: shapes or peers may be missing.")
     md = "\n".join(lines) + "\n"
     print(md)
     with open(a.out + ".md", "w") as f:
         f.write(md)
     with open(a.out + ".json", "w") as f:
-        json.dump({"impls": impls, "copy_gbps": copy, "peers": versions}, f, indent=1)
+        json.dump({"impls": impls, "copy_gbps": copy, "peers": versions,
+                   "interrupted": interrupted}, f, indent=1)
     try:
         import matplotlib
         matplotlib.use("Agg")
