@@ -14,13 +14,18 @@
 #                    float32 and bf16, calls in batches of 10
 #   tune             clnorm tune --quick: the built-in plans against the best found
 #   all              build, tests, tests-pocl-slow, bench, tune
-# Every mode builds first (incrementally after the first time), so that each can run
-# in a call of its own: split a run under a time limit per call as
-#   bash bench/gpu.sh tests; bash bench/gpu.sh tests-pocl-slow; bash bench/gpu.sh bench
+# Every mode builds first (a few seconds once built), so that each can run in a call
+# of its own where calls have a time limit:
+#   bash bench/gpu.sh tests; bash bench/gpu.sh tests-pocl-slow; bash bench/gpu.sh bench tune
+#
+# Outputs: build.log (what ran where, then the build), tests-nvidia.log,
+# tests-pocl.log, tests-pocl-slow.log, compare-h200.md/.json/.png, bench.log (the
+# comparison's progress and clnorm tune).
 #
 # Environment: OUT (default ./gpu-out), BUILD (default /tmp/clnorm-gpu-build),
 # BENCH_DTYPES (default f32,bf16), BENCH_BATCH (default 10), BENCH_TIMEOUT (seconds,
-# default 540; with torch.compile, compile time per shape counts too).
+# default 420; torch.compile's compilation of each shape counts in it). A comparison
+# cut by BENCH_TIMEOUT still writes its table of what it measured.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$PWD/gpu-out}
@@ -43,6 +48,7 @@ register_nvidia() {
 }
 
 # What ran where, for the report: commit, GPU, driver, OpenCL platforms, PyTorch.
+# Starts build.log.
 record_env() {
     {
         echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -51,7 +57,8 @@ record_env() {
         nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
         clinfo -l 2>&1
         python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
-    } > "$OUT/env.txt"
+        echo
+    } > "$OUT/build.log"
 }
 
 # A build folder of its own, outside the tree; one configured from another source
@@ -64,7 +71,7 @@ build() {
     if ! { cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
                -DCLNORM_BUILD_TESTS=ON -DCLNORM_BUILD_TOOLS=ON \
                -DCLNORM_TEST_DEVICES="nvidia;pocl" &&
-           cmake --build "$BUILD" -j "$JOBS"; } > "$OUT/build.log" 2>&1; then
+           cmake --build "$BUILD" -j "$JOBS"; } >> "$OUT/build.log" 2>&1; then
         tail -n 30 "$OUT/build.log"
         stamp "build failed"
         exit 1
@@ -72,12 +79,13 @@ build() {
     stamp built
 }
 
-# ctest with a wall-clock limit; the log goes to $OUT/$1.log and its summary to stdout.
+# ctest LOG LIMIT ARGS...: ctest within LIMIT seconds of wall clock, appended to
+# $OUT/LOG.log, its summary to stdout.
 run_ctest() {
     local log=$1 limit=$2
     shift 2
-    (cd "$BUILD" && timeout "$limit" ctest --output-on-failure "$@") > "$OUT/$log.log" 2>&1
-    echo "ctest exit $? ($log)" >> "$OUT/$log.log"
+    (cd "$BUILD" && timeout -k 10 "$limit" ctest --output-on-failure "$@") >> "$OUT/$log.log" 2>&1
+    echo "ctest exit $? ($*)" >> "$OUT/$log.log"
     grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|^ctest exit" "$OUT/$log.log" |
         tail -n 20
     stamp "$log"
@@ -87,40 +95,47 @@ run_ctest() {
 # when they share it with the rest of the suite.
 POCL_SLOW="^(rmsnorm_extreme|lowp_special|tuning_file)@pocl$"
 
-tests_nvidia() { run_ctest tests-nvidia 300 -L "unit|nvidia" -j4 --timeout 240; }
+tests_nvidia() { : > "$OUT/tests-nvidia.log"; run_ctest tests-nvidia 200 -L "unit|nvidia" -j4 --timeout 190; }
 
-# The fast PoCL cases side by side, then variants alone (it takes minutes when it
+# The other PoCL cases side by side, then variants alone (it takes minutes when it
 # shares the CPU with other cases, under two alone).
 tests_pocl() {
-    run_ctest tests-pocl 360 -L pocl -E "$POCL_SLOW|^variants@pocl$" -j "$((JOBS / 2 > 1 ? JOBS / 2 : 1))" \
-        --timeout 340
-    run_ctest tests-pocl-variants 200 -R "^variants@pocl$" --timeout 190
+    : > "$OUT/tests-pocl.log"
+    run_ctest tests-pocl 280 -L pocl -E "$POCL_SLOW|^variants@pocl$" \
+        -j "$((JOBS / 2 > 1 ? JOBS / 2 : 1))" --timeout 270
+    run_ctest tests-pocl 150 -R "^variants@pocl$" --timeout 140
 }
 
-# Each of the three slowest cases held to 4 of PoCL's worker threads (PoCL sizes its
-# pool to the compute units it reports), so that they do not crowd one another out.
+# The three slowest side by side, each held to 4 of PoCL's worker threads (PoCL sizes
+# its pool to the compute units it reports), so that they do not crowd one another out.
 tests_pocl_slow() {
+    : > "$OUT/tests-pocl-slow.log"
     POCL_CPU_MAX_CU_COUNT=4 POCL_MAX_PTHREAD_COUNT=4 \
-        run_ctest tests-pocl-slow 570 -R "$POCL_SLOW" -j3 --timeout 560
+        run_ctest tests-pocl-slow 550 -R "$POCL_SLOW" -j3 --timeout 540
 }
 
 # clnorm through NVIDIA's OpenCL against PyTorch on the same GPU, in one process run:
-# $OUT/compare-h200.md (table), .json (every number), .png (plot), .log.
+# $OUT/compare-h200.md (table), .json (every number), .png (plot); progress to bench.log.
 bench() {
     export CLNORM_CACHE_DIR=/tmp/clnorm-gpu-cache
-    PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-540}" python3 "$ROOT/tools/compare.py" \
+    rm -f "$OUT"/compare-h200.*
+    PYTHONUNBUFFERED=1 timeout -k 20 "${BENCH_TIMEOUT:-420}" python3 "$ROOT/tools/compare.py" \
         --clnorm "$BUILD/tools/clnorm" --device nvidia --torch-device cuda --torch-compile \
         --dtype "${BENCH_DTYPES:-f32,bf16}" --batch "${BENCH_BATCH:-10}" --out "$OUT/compare-h200" \
-        > "$OUT/compare-h200.log" 2>&1
-    echo "compare.py exit $?" >> "$OUT/compare-h200.log"
-    tail -n 45 "$OUT/compare-h200.log"
+        >> "$OUT/bench.log" 2>&1
+    echo "compare.py exit $?" >> "$OUT/bench.log"
+    cat "$OUT/compare-h200.md" 2>/dev/null || tail -n 20 "$OUT/bench.log"
     stamp bench
 }
 
 tune() {
     export CLNORM_CACHE_DIR=/tmp/clnorm-gpu-cache
-    timeout 300 "$BUILD/tools/clnorm" tune --device nvidia --quick > "$OUT/tune.log" 2>&1
-    tail -n 4 "$OUT/tune.log"
+    {
+        echo "== clnorm tune --device nvidia --quick"
+        timeout -k 10 120 "$BUILD/tools/clnorm" tune --device nvidia --quick 2>&1
+        echo "clnorm tune exit $?"
+    } >> "$OUT/bench.log"
+    tail -n 4 "$OUT/bench.log"
     stamp tune
 }
 
