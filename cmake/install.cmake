@@ -14,7 +14,7 @@ install(TARGETS clnorm EXPORT clnormTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(TARGETS clnorm_static EXPORT clnormTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
-install(FILES ${PROJECT_SOURCE_DIR}/include/clnorm.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/clnorm.h ${PROJECT_SOURCE_DIR}/include/clnorm_advanced.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 
 install(EXPORT clnormTargets NAMESPACE clnorm:: DESTINATION ${CLNORM_CMAKE_DIR}

@@ -15,7 +15,7 @@ cmake --install "$build" --prefix "$prefix" >"$prefix/install.log" || { cat "$pr
 pc=$(find "$prefix" -name clnorm.pc | head -n 1)
 [ -n "$pc" ] || fail "no clnorm.pc installed"
 libdir=$(dirname "$(dirname "$pc")")
-for f in "$prefix/include/clnorm.h" "$libdir/libclnorm.so" "$libdir/libclnorm.so.$soversion" \
+for f in "$prefix/include/clnorm.h" "$prefix/include/clnorm_advanced.h" "$libdir/libclnorm.so" "$libdir/libclnorm.so.$soversion" \
          "$libdir/libclnorm.a" "$libdir/cmake/clnorm/clnormConfig.cmake" \
          "$libdir/cmake/clnorm/clnormConfigVersion.cmake" "$libdir/cmake/clnorm/clnormTargets.cmake"; do
     [ -e "$f" ] || fail "not installed: $f"
