@@ -47,7 +47,8 @@ try:
 except ImportError:  # bfloat16 needs ml_dtypes; float32 and float16 work without it
     _ml_dtypes = None
 
-_ALGOS = {"auto": 0, "three_pass": 1, "three-pass": 1, "3pass": 1, "online": 2}
+_ALGOS = {"auto": 0, "three_pass": 1, "three-pass": 1, "3pass": 1, "online": 2,
+          "AUTO": 0, "THREE_PASS": 1, "ONLINE": 2}
 _F32 = np.dtype(np.float32)
 _F32_MAX = float(np.finfo(np.float32).max)
 
@@ -241,60 +242,90 @@ def _np_softmax_stats(s, x):
 
 
 # ---- pyopencl arrays: the device-buffer functions on the array's queue -------------
+# This path is what device code calls in a loop, so it keeps its per-call work small:
+# pyopencl's classes are looked up once, and the common case (a 2-D row-major view
+# with no events) takes no extra function calls; see docs/python.md, "Overhead".
 
-def _cla():
-    """pyopencl.array where the caller's array came from it (already imported)."""
-    return sys.modules.get("pyopencl.array")
+_cl_array = None  # the pyopencl.array module, once the caller has imported it
+_cl_event = None  # pyopencl.Event
 
 
 def _is_cl(a):
-    m = sys.modules.get("pyopencl.array")
-    return m is not None and isinstance(a, m.Array)
+    global _cl_array, _cl_event
+    m = _cl_array
+    if m is None:
+        m = sys.modules.get("pyopencl.array")
+        if m is None:
+            return False
+        _cl_event = sys.modules["pyopencl"].Event
+        _cl_array = m
+    return isinstance(a, m.Array)
 
 
-def _cl_matrix(a, name, rows, cols):
-    ld = _row_stride(a, name, rows, cols)
-    it = a.dtype.itemsize
+def _cl_view(a, name):
+    """(clnorm_matrix, rows, cols, dtype code) of a 2-D pyopencl array view."""
+    shape = a.shape
+    if len(shape) != 2:
+        _shape2(a, name)
+    rows, cols = shape
+    dt = a.dtype
+    code = _DTYPES.get(dt)
+    if code is None:
+        _dtype_code(a, name)
+    if cols == 0:
+        _shape2(a, name)
+    if rows == 0:
+        return Matrix(None, 0, cols), rows, cols, code
+    it = dt.itemsize
+    s0, s1 = a.strides
+    if rows > 1 and (s1 == it or cols == 1) and s0 >= cols * it and not s0 % it:
+        ld = s0 // it
+    else:
+        ld = _row_stride(a, name, rows, cols)
     off = a.offset
     if off % it:
         raise ArgumentError(
             f"{name}.offset = {off} bytes is not a multiple of the item size ({it})")
-    mem = getattr(a.base_data, "int_ptr", None)
-    if mem is None:
+    try:
+        mem = a.base_data.int_ptr
+    except AttributeError:
         raise ArgumentTypeError(
             f"{name} is not backed by a cl_mem buffer (base_data is "
-            f"{type(a.base_data).__name__}); SVM arrays are not supported")
-    return Matrix(mem, off // it, ld)
+            f"{type(a.base_data).__name__}); SVM arrays are not supported") from None
+    return Matrix(mem, off // it, ld), rows, cols, code
 
 
-def _cl_in(x):
-    rows, cols = _shape2(x, "x")
-    code = _dtype_code(x, "x")
+def _cl_queue(x):
     q = x.queue
     if q is None:
         raise ArgumentError("x.queue is None; give the array a queue (x.with_queue(q))")
-    return rows, cols, code, q
+    return q
 
 
-def _cl_out(out, x, q):
+def _cl_out(out, x, q, cols):
+    """(y, its clnorm_matrix): out checked against x, or a new packed array."""
     if out is None:
-        return _cla().empty(q, x.shape, x.dtype, allocator=x.allocator)
+        y = _cl_array.empty(q, x.shape, x.dtype, allocator=x.allocator)
+        mem = y.base_data.int_ptr if x.shape[0] else None
+        return y, Matrix(mem, 0, cols)
     if not _is_cl(out):
         raise ArgumentTypeError(
             f"out is a {type(out).__name__}; with a pyopencl x it must be a "
             "pyopencl.array.Array")
-    _same_as_x(out, "out", x)
-    return out
+    if out.dtype != x.dtype or out.shape != x.shape:
+        _same_as_x(out, "out", x)
+    return out, _cl_view(out, "out")[0]
 
 
-def _cl_gamma(gamma, x, q, cols, waits):
-    """The cl_mem of gamma: cols elements at offset 0, as the library takes it."""
+def _cl_gamma(gamma, x, q, cols):
+    """(cl_mem of gamma: cols elements at offset 0 as the library reads it, the array
+    holding it)."""
     if gamma is None:
         return None, None
     if isinstance(gamma, np.ndarray):
         g = _gamma_np(gamma, x, cols)
-        # A host gamma is uploaded once for this call (cols elements, not the rows).
-        dg = _cla().to_device(q, g, allocator=x.allocator)
+        # A host gamma is uploaded for this call (cols elements, not the rows).
+        dg = _cl_array.to_device(q, g, allocator=x.allocator)
     elif _is_cl(gamma):
         if gamma.dtype != x.dtype:
             raise ArgumentTypeError(
@@ -311,7 +342,6 @@ def _cl_gamma(gamma, x, q, cols, waits):
         raise ArgumentTypeError(
             f"gamma is a {type(gamma).__name__}; it must be None, a numpy array or a "
             "pyopencl.array.Array")
-    waits.extend(dg.events)
     mem = getattr(dg.base_data, "int_ptr", None)
     if mem is None:
         raise ArgumentTypeError("gamma is not backed by a cl_mem buffer")
@@ -319,8 +349,9 @@ def _cl_gamma(gamma, x, q, cols, waits):
 
 
 def _wait_list(waits, wait_for):
+    """(count, cl_event array) of a list of pyopencl events plus wait_for."""
     if wait_for:
-        waits.extend(wait_for)
+        waits = waits + list(wait_for)
     n = len(waits)
     if not n:
         return 0, None
@@ -332,93 +363,92 @@ def _wait_list(waits, wait_for):
             f"{[type(e).__name__ for e in wait_for]}") from None
 
 
-def _attach(ev, *arrays):
-    e = sys.modules["pyopencl"].Event.from_int_ptr(ev.value, retain=False)
-    for a in arrays:
-        a.add_event(e)
-    return e
+def _softmax_algo(algo):
+    a = _ALGOS.get(algo) if algo.__class__ is str else None
+    return _algo(algo) if a is None else a
 
 
 def _cl_softmax(x, algo, out, wait_for):
-    rows, cols, code, q = _cl_in(x)
-    a = _algo(algo)
-    y = _cl_out(out, x, q)
-    if rows == 0:
+    mx, rows, cols, code = _cl_view(x, "x")
+    q = _cl_queue(x)
+    a = _softmax_algo(algo)
+    y, my = _cl_out(out, x, q, cols)
+    if not rows:
         return y
-    mx = _cl_matrix(x, "x", rows, cols)
-    my = _cl_matrix(y, "out", rows, cols)
-    waits = list(x.events)
-    if y is not x:
-        waits.extend(y.events)
-    n, wl = _wait_list(waits, wait_for)
+    waits = x.events
+    if y is not x and y.events:
+        waits = waits + y.events
+    n, wl = _wait_list(waits, wait_for) if waits or wait_for else (0, None)
     ev = c_void_p()
     st = _L.clnorm_softmax(q.int_ptr, code, rows, cols, mx, my, a, n, wl, byref(ev))
     if st:
         _L.raise_status(st)
-    _attach(ev, y)
+    # The library hands over a new event reference: the pyopencl Event takes it.
+    y.add_event(_cl_event.from_int_ptr(ev.value, retain=False))
     return y
 
 
 def _cl_rmsnorm(x, gamma, eps, out, wait_for):
-    rows, cols, code, q = _cl_in(x)
+    mx, rows, cols, code = _cl_view(x, "x")
+    q = _cl_queue(x)
     e = _eps(eps)
-    y = _cl_out(out, x, q)
-    waits = list(x.events)
-    g, keep = _cl_gamma(gamma, x, q, cols, waits)
-    if rows == 0:
+    y, my = _cl_out(out, x, q, cols)
+    g, dg = _cl_gamma(gamma, x, q, cols)
+    if not rows:
         return y
-    mx = _cl_matrix(x, "x", rows, cols)
-    my = _cl_matrix(y, "out", rows, cols)
-    if y is not x:
-        waits.extend(y.events)
-    n, wl = _wait_list(waits, wait_for)
+    waits = x.events
+    if dg is not None and dg.events:
+        waits = waits + dg.events
+    if y is not x and y.events:
+        waits = waits + y.events
+    n, wl = _wait_list(waits, wait_for) if waits or wait_for else (0, None)
     ev = c_void_p()
     st = _L.clnorm_rmsnorm(q.int_ptr, code, rows, cols, mx, g, my, e, n, wl, byref(ev))
     if st:
         _L.raise_status(st)
-    _attach(ev, y)
+    y.add_event(_cl_event.from_int_ptr(ev.value, retain=False))
     return y
 
 
 def _cl_add_rmsnorm(x, residual, gamma, eps, update_residual, out, wait_for):
-    rows, cols, code, q = _cl_in(x)
+    mx, rows, cols, code = _cl_view(x, "x")
+    q = _cl_queue(x)
     if not _is_cl(residual):
         raise ArgumentTypeError(
             f"residual is a {type(residual).__name__}; with a pyopencl x it must be a "
             "pyopencl.array.Array")
     _same_as_x(residual, "residual", x)
+    mr = _cl_view(residual, "residual")[0]
     e = _eps(eps)
-    y = _cl_out(out, x, q)
-    waits = list(x.events)
-    g, keep = _cl_gamma(gamma, x, q, cols, waits)
-    if rows == 0:
+    y, my = _cl_out(out, x, q, cols)
+    g, dg = _cl_gamma(gamma, x, q, cols)
+    if not rows:
         return y
-    mx = _cl_matrix(x, "x", rows, cols)
-    mr = _cl_matrix(residual, "residual", rows, cols)
-    my = _cl_matrix(y, "out", rows, cols)
-    waits.extend(residual.events)
+    waits = x.events + residual.events
+    if dg is not None:
+        waits = waits + dg.events
     if y is not x:
-        waits.extend(y.events)
-    n, wl = _wait_list(waits, wait_for)
+        waits = waits + y.events
+    n, wl = _wait_list(waits, wait_for) if waits or wait_for else (0, None)
     ev = c_void_p()
-    upd = bool(update_residual)
-    st = _L.clnorm_add_rmsnorm(q.int_ptr, code, rows, cols, mx, mr, int(upd), g, my, e,
+    upd = 1 if update_residual else 0
+    st = _L.clnorm_add_rmsnorm(q.int_ptr, code, rows, cols, mx, mr, upd, g, my, e,
                                n, wl, byref(ev))
     if st:
         _L.raise_status(st)
+    done = _cl_event.from_int_ptr(ev.value, retain=False)
+    y.add_event(done)
     if upd:
-        _attach(ev, y, residual)
-    else:
-        _attach(ev, y)
+        residual.add_event(done)
     return y
 
 
 def _cl_softmax_stats(x, out, wait_for):
-    rows, cols, code, q = _cl_in(x)
-    cla = _cla()
+    mx, rows, cols, code = _cl_view(x, "x")
+    q = _cl_queue(x)
     if out is None:
-        m = cla.empty(q, (rows,), _F32, allocator=x.allocator)
-        l = cla.empty(q, (rows,), _F32, allocator=x.allocator)
+        m = _cl_array.empty(q, (rows,), _F32, allocator=x.allocator)
+        l = _cl_array.empty(q, (rows,), _F32, allocator=x.allocator)
     else:
         try:
             m, l = out
@@ -432,19 +462,17 @@ def _cl_softmax_stats(x, out, wait_for):
                 raise ArgumentError(
                     f"{name} is {a.dtype} of shape {tuple(a.shape)} at offset "
                     f"{a.offset}; it must be float32 of shape ({rows},) at offset 0")
-    if rows == 0:
+    if not rows:
         return m, l
-    mx = _cl_matrix(x, "x", rows, cols)
-    waits = list(x.events)
-    waits.extend(m.events)
-    waits.extend(l.events)
-    n, wl = _wait_list(waits, wait_for)
+    n, wl = _wait_list(x.events + m.events + l.events, wait_for)
     ev = c_void_p()
     st = _L.clnorm_softmax_stats(q.int_ptr, code, rows, cols, mx, m.base_data.int_ptr,
                                  l.base_data.int_ptr, n, wl, byref(ev))
     if st:
         _L.raise_status(st)
-    _attach(ev, m, l)
+    done = _cl_event.from_int_ptr(ev.value, retain=False)
+    m.add_event(done)
+    l.add_event(done)
     return m, l
 
 
