@@ -26,7 +26,13 @@ class Matrix(ctypes.Structure):
 
 def _package_copies():
     """The copies of the library that the wheel installed inside the package."""
+    # Every folder of the package: an editable install lists the build's output
+    # folder beside the source folder.
+    pkg = sys.modules.get(__package__)
+    folders = list(getattr(pkg, "__path__", None) or [])
     here = os.path.dirname(os.path.abspath(__file__))
+    if here not in folders:
+        folders.append(here)
     if sys.platform == "darwin":
         patterns = ["lib*/libclnorm*.dylib", "libclnorm*.dylib"]
     elif sys.platform == "win32":
@@ -34,10 +40,14 @@ def _package_copies():
     else:
         patterns = ["lib*/libclnorm.so*", "libclnorm.so*"]
     found = []
-    for p in patterns:
-        found.extend(glob.glob(os.path.join(here, p)))
-    # The shortest name first: libclnorm.so.0 (the soname) before libclnorm.so.0.1.0.
-    return sorted(found, key=lambda f: (len(os.path.basename(f)), f))
+    for folder in folders:
+        here_found = []
+        for p in patterns:
+            here_found.extend(glob.glob(os.path.join(folder, p)))
+        # The shortest name first: the soname (libclnorm.so.0.1) before the full
+        # version (libclnorm.so.0.1.0).
+        found.extend(sorted(here_found, key=lambda f: (len(os.path.basename(f)), f)))
+    return found
 
 
 def _load():
