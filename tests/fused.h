@@ -1,7 +1,6 @@
-/* Internal to three files of the test runner: test_fused_common.c defines what
-   test_fused.c (add_rmsnorm_values, add_rmsnorm_views) and test_extreme.c
-   (rmsnorm_extreme, lowp_special) both use. No other test file nor test.h defines
-   these names. */
+/* The add_rmsnorm harness (fused.c) that test_fused.c (add_rmsnorm_values,
+   add_rmsnorm_views) and test_extreme.c (rmsnorm_extreme, lowp_special) share. The
+   helpers every case uses are in util.h. */
 #ifndef CLNORM_TESTS_FUSED_H
 #define CLNORM_TESTS_FUSED_H
 
@@ -11,15 +10,7 @@
 #define F16 CLNORM_F16
 #define BF16 CLNORM_BF16
 
-/* ---- elements: one value's bits in a dtype, and the nearest-even check ------------ */
-uint32_t pack1(clnorm_dtype dt, float v);
-float unpack1(clnorm_dtype dt, uint32_t b);
-float rnd(clnorm_dtype dt, float v);              /* v rounded to dt */
-uint32_t get_el(const unsigned char *img, size_t i, size_t es);
-/* The y poison: a NaN payload no kernel makes, so an unwritten element shows. */
-uint32_t poison_of(clnorm_dtype dt);
-/* Whether the device keeps float32 denormals (CL_FP_DENORM). */
-int device_denormals(void);
+/* ---- the nearest-even check of 16-bit outputs --------------------------------------- */
 /* 1 if got is the nearest-even rounding of want in dt, or want is too near a tie (or
    a flushable denormal, see g_denorm_ok) to say. Counts into g_bits_checked. */
 int rne_ok(clnorm_dtype dt, uint32_t got, double want, uint32_t *exp_bits);
@@ -31,15 +22,6 @@ extern int g_denorm_ok;                   /* device_denormals() of the case's de
    loop-trip limit): fair, counted and noted. */
 extern size_t g_unsupported;
 extern char g_msg[2048];                  /* clnorm_last_error() after fused_run's call */
-
-/* ---- forced plans through the CLNORM_* environment (t_setenv, restored per case) -- */
-const char *plan_now(void);                       /* the forced plan, for labels */
-void plan_clear(void);
-/* variant NULL: auto; wg, team, split 0: the library's. */
-void plan_set(const char *variant, size_t wg, size_t team, size_t split);
-void plan_reg(size_t cols);                       /* register variant holding cols */
-void plan_pair(size_t cols);                      /* paired register variant; draws R */
-int forced_team(void);                            /* CLNORM_ROW_THREADS is set */
 
 /* ---- clnorm_add_rmsnorm on canary-guarded buffers ---------------------------------- */
 typedef struct fview { int buf; size_t off, ld; } fview; /* ld 0: packed, passed as 0 */

@@ -1,10 +1,9 @@
-/* The clnorm test runner: one registry of cases, a session per device case,
-   assertions that count failures, and the seeded random generator.
+/* The clnorm test runner: the table of cases from the registry in test.h, a session
+   per device case, assertions that count failures, and one random seed per run.
 
-     clnorm_tests --list
+     clnorm_tests --list                    every case and its kind
      clnorm_tests NAME [--device SPEC]      exit 0 pass, 1 fail, 77 skipped
-     clnorm_tests all  [--device SPEC]
-     clnorm_tests --check-registry DEVICE_CASES UNIT_CASES   (comma-separated) */
+     clnorm_tests all  [--device SPEC]      every case in turn, then a summary */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 
@@ -13,16 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <ctype.h>
 
 typedef struct tcase { const char *name; void (*fn)(void); int needs_device; } tcase;
-#define TEST_ENTRY_(name, dev) {#name, test_##name, dev},
+/* A kind other than device or unit does not compile. */
+enum { KIND_unit = 0, KIND_device = 1 };
+#define TEST_ENTRY_(name, kind) {#name, test_##name, KIND_##kind},
 static const tcase cases[] = { TEST_CASES(TEST_ENTRY_) };
 #undef TEST_ENTRY_
-#define NCASES (sizeof(cases) / sizeof(cases[0]))
+#define NCASES COUNT_OF(cases)
 
 test_env T;
-rng R;
 static atomic_int g_failures;
 static uint64_t g_seed;
 enum { MAX_PRINTED = 200 };   /* a broken kernel must not flood the log */
@@ -92,74 +91,6 @@ int t_check_cl(const char *file, int line, const char *expr, cl_int err)
     return 0;
 }
 
-/* ---- random numbers: splitmix64 ---------------------------------------------------- */
-rng rng_make(uint64_t seed) { rng r = {seed ^ 0x9E3779B97F4A7C15ull}; return r; }
-
-uint64_t rng_u64(rng *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double rng_unit(rng *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
-size_t rng_below(rng *r, size_t n) { return n ? (size_t)(rng_u64(r) % n) : 0; }
-double rng_range(rng *r, double lo, double hi) { return lo + (hi - lo) * rng_unit(r); }
-uint64_t t_seed(void) { return g_seed; }
-
-/* ---- environment ------------------------------------------------------------------- */
-enum { MAX_SAVED_ENV = 16 };
-static struct { char name[64]; char *old; int had; } saved_env[MAX_SAVED_ENV];
-static int n_saved_env;
-
-void t_setenv(const char *name, const char *value)
-{
-    int i;
-    for (i = 0; i < n_saved_env && strcmp(saved_env[i].name, name); i++) {}
-    if (i == n_saved_env && n_saved_env < MAX_SAVED_ENV) {
-        const char *old = getenv(name);
-        snprintf(saved_env[i].name, sizeof saved_env[i].name, "%s", name);
-        saved_env[i].had = old != NULL;
-        saved_env[i].old = old ? strdup(old) : NULL;
-        n_saved_env++;
-    }
-    if (value) setenv(name, value, 1); else unsetenv(name);
-}
-
-void t_env_restore(void)
-{
-    for (int i = 0; i < n_saved_env; i++) {
-        if (saved_env[i].had) setenv(saved_env[i].name, saved_env[i].old, 1);
-        else unsetenv(saved_env[i].name);
-        free(saved_env[i].old);
-    }
-    n_saved_env = 0;
-}
-
-double t_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int t_mentions(const char *msg, const char *word)
-{
-    size_t wl = strlen(word), ml = strlen(msg);
-    int bounded = wl <= 2 && isalpha((unsigned char)word[0]);
-    for (size_t i = 0; i + wl <= ml; i++) {
-        size_t k = 0;
-        while (k < wl && tolower((unsigned char)msg[i + k]) == tolower((unsigned char)word[k])) k++;
-        if (k < wl) continue;
-        if (!bounded) return 1;
-        int before = i > 0 && (isalnum((unsigned char)msg[i - 1]) || msg[i - 1] == '_');
-        int after = isalnum((unsigned char)msg[i + wl]) || msg[i + wl] == '_';
-        if (!before && !after) return 1;
-    }
-    return 0;
-}
-
 /* ---- running cases ----------------------------------------------------------------- */
 static uint64_t hash_name(const char *s)
 {
@@ -219,7 +150,10 @@ static int run_case(const tcase *c, const char *spec)
 {
     if (c->needs_device) {
         int rc = open_device(spec);
-        if (rc) return rc;
+        if (rc) {
+            printf("== %s: %s\n", c->name, rc == 77 ? "skipped" : "FAILED, no session");
+            return rc;
+        }
         printf("== %s on device \"%s\" (spec %s)\n", c->name, T.dev_name,
                spec ? spec : "default");
     } else {
@@ -236,61 +170,19 @@ static int run_case(const tcase *c, const char *spec)
     printf("== %s: %s, %d failed assertion%s, %.2f s%s%s\n", c->name,
            failed ? "FAILED" : "passed", failed, failed == 1 ? "" : "s", t_now() - t0,
            c->needs_device ? " on " : "", c->needs_device ? T.dev_name : "");
+    if (failed)
+        printf("== to run it again: CLNORM_TEST_SEED=%llu clnorm_tests %s%s%s\n",
+               (unsigned long long)g_seed, c->name, c->needs_device && spec ? " --device " : "",
+               c->needs_device && spec ? spec : "");
     if (c->needs_device) close_device();
     return failed ? 1 : 0;
 }
 
-/* Is name in the comma-separated list csv? */
-static int in_csv(const char *csv, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = csv; *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, name, n)) return 1;
-        if (!e) break;
-        p = e + 1;
-    }
-    return 0;
-}
-
-static int check_list_side(const char *csv, int needs_device)
-{
-    int bad = 0;
-    char *copy = strdup(csv);
-    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
-        const tcase *c = find_case(tok);
-        if (!c || c->needs_device != needs_device) {
-            printf("FAIL: CMake lists %s as a %s case, the registry %s\n", tok,
-                   needs_device ? "device" : "unit",
-                   !c ? "does not have it" : "has it of the other kind");
-            bad = 1;
-        }
-    }
-    free(copy);
-    return bad;
-}
-
-static int check_registry(const char *dev_csv, const char *unit_csv)
-{
-    int bad = check_list_side(dev_csv, 1) | check_list_side(unit_csv, 0);
-    for (size_t i = 0; i < NCASES; i++) {
-        const char *csv = cases[i].needs_device ? dev_csv : unit_csv;
-        if (!in_csv(csv, cases[i].name)) {
-            printf("FAIL: registry case %s is missing from CLNORM_%s_CASES in "
-                   "tests/CMakeLists.txt\n", cases[i].name,
-                   cases[i].needs_device ? "DEVICE" : "UNIT");
-            bad = 1;
-        }
-    }
-    printf("%s: %zu cases in the registry\n", bad ? "FAILED" : "passed", NCASES);
-    return bad;
-}
-
 static int usage(void)
 {
-    printf("usage: clnorm_tests --list | NAME|all [--device SPEC] | "
-           "--check-registry DEVICE_CSV UNIT_CSV\n");
+    printf("usage: clnorm_tests --list\n"
+           "       clnorm_tests NAME|all [--device SPEC]\n"
+           "exit status: 0 passed, 1 failed, 77 skipped (no such device), 2 usage\n");
     return 2;
 }
 
@@ -302,9 +194,6 @@ int main(int argc, char **argv)
             for (size_t k = 0; k < NCASES; k++)
                 printf("%s\t%s\n", cases[k].name, cases[k].needs_device ? "device" : "unit");
             return 0;
-        } else if (!strcmp(argv[i], "--check-registry")) {
-            if (i + 2 >= argc) return usage();
-            return check_registry(argv[i + 1], argv[i + 2]);
         } else if (!strcmp(argv[i], "--device")) {
             if (++i >= argc) return usage();
             spec = argv[i];
@@ -330,13 +219,21 @@ int main(int argc, char **argv)
         }
         return run_case(c, spec);
     }
-    int failed = 0, ran = 0, skipped = 0;
+    /* Every case in turn, then one line per outcome naming the cases. */
+    int rcs[NCASES], counts[3] = {0, 0, 0};
     for (size_t k = 0; k < NCASES; k++) {
-        int rc = run_case(&cases[k], spec);
-        if (rc == 77) { skipped++; continue; }
-        ran++;
-        if (rc) failed++;
+        rcs[k] = run_case(&cases[k], spec);
+        counts[rcs[k] == 77 ? 2 : rcs[k] ? 1 : 0]++;
     }
-    printf("all: %d run, %d failed, %d skipped\n", ran, failed, skipped);
-    return failed ? 1 : 0;
+    static const char *outcome[3] = {"passed", "FAILED", "skipped"};
+    printf("== all: %zu cases, %d passed, %d failed, %d skipped\n", NCASES, counts[0],
+           counts[1], counts[2]);
+    for (int o = 1; o < 3; o++) {
+        if (!counts[o]) continue;
+        printf("== %s:", outcome[o]);
+        for (size_t k = 0; k < NCASES; k++)
+            if ((rcs[k] == 77 ? 2 : rcs[k] ? 1 : 0) == o) printf(" %s", cases[k].name);
+        printf("\n");
+    }
+    return counts[1] ? 1 : 0;
 }

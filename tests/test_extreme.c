@@ -1,6 +1,6 @@
 /* RMSNorm on rows whose float32 sum of squares overflows or underflows, and the
    special values and rounding of the 16-bit types. The fused op's values and views are
-   in test_fused.c; the helpers both files use are in test_fused_common.c (fused.h).
+   in test_fused.c; the harness both files use is in fused.c (fused.h).
 
    rmsnorm_extreme     rows of +-3e30, of 3e-25 (eps = 0), of float32 denormals and of
                        1e19..1e20 beside ordinary magnitudes, with ordinary rows in the

@@ -1,6 +1,6 @@
 /* The fused residual add + RMSNorm (clnorm_add_rmsnorm and its host variant).
    RMSNorm on extreme rows and the 16-bit special values are in test_extreme.c; the
-   helpers both files use are in test_fused_common.c (fused.h).
+   harness both files use is in fused.c (fused.h).
 
    add_rmsnorm_values  f32, f16 and bf16 against float64 references computed from the
                        rounded inputs (h = x + residual added in float32 and rounded to

@@ -1,7 +1,7 @@
-/* The helpers that test_fused.c (add_rmsnorm_values, add_rmsnorm_views) and
-   test_extreme.c (rmsnorm_extreme, lowp_special) share, declared in fused.h: element
-   bits and the nearest-even check of 16-bit outputs, the environment of a forced plan,
-   and clnorm_add_rmsnorm run on canary-guarded buffers and checked. */
+/* The add_rmsnorm harness that test_fused.c (add_rmsnorm_values, add_rmsnorm_views)
+   and test_extreme.c (rmsnorm_extreme, lowp_special) share, declared in fused.h: the
+   nearest-even check of 16-bit outputs, and clnorm_add_rmsnorm run on canary-guarded
+   buffers and checked. */
 #include "fused.h"
 
 #include <float.h>
@@ -9,62 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- elements ---------------------------------------------------------------------- */
-uint32_t pack1(clnorm_dtype dt, float v)
-{
-    uint32_t b = 0;
-    dt_pack(dt, &v, &b, 1);
-    return b;
-}
-
-float unpack1(clnorm_dtype dt, uint32_t b)
-{
-    float v;
-    dt_unpack(dt, &b, &v, 1);
-    return v;
-}
-
-float rnd(clnorm_dtype dt, float v) { return unpack1(dt, pack1(dt, v)); }
-
-uint32_t get_el(const unsigned char *img, size_t i, size_t es)
-{
-    uint32_t v = 0;
-    memcpy(&v, img + i * es, es);
-    return v;
-}
-
-static void put_el(unsigned char *img, size_t i, size_t es, uint32_t v)
-{
-    memcpy(img + i * es, &v, es);
-}
-
-/* Output poison: a NaN payload no kernel makes from these inputs; input canary: a NaN,
-   so that a kernel reading outside its view turns a row into NaN. */
-uint32_t poison_of(clnorm_dtype dt)
-{
-    return dt == F32 ? 0x7FA5A5A5u : dt == F16 ? 0x7D2Au : 0x7FA5u;
-}
-
-static uint32_t canary_of(clnorm_dtype dt)
-{
-    return dt == F32 ? 0x7F8A11CEu : dt == F16 ? 0x7C3Bu : 0x7F8Bu;
-}
-
+/* ---- nearest-even rounding of 16-bit outputs ---------------------------------------- */
 /* The float32 accuracy the contract gives, which every pre-storage value of a 16-bit
    op has too (all arithmetic is float32): a float64 result farther than this from a
    rounding tie of the dtype must be stored as its nearest-even rounding. */
 static const double TIE_WINDOW = 2.5e-5;
 size_t g_bits_checked, g_bits_bad;
-/* Whether the device keeps float32 denormals (CL_FP_DENORM); where it does not, an
-   output below FLT_MIN may be flushed to zero. Set at the start of each case. */
+/* device_denormals() of the case's device, set at the start of each case; where the
+   device does not keep denormals, an output below FLT_MIN may be flushed to zero. */
 int g_denorm_ok = 1;
-
-int device_denormals(void)
-{
-    cl_device_fp_config fp = 0;
-    CHECK_CL(clGetDeviceInfo(T.dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL));
-    return (fp & CL_FP_DENORM) != 0;
-}
 
 /* Magnitude bits of v rounded to nearest even in dt (through float32, which only
    matters within a float32 ulp of a tie) and whether v is clear of every tie. */
@@ -94,77 +47,6 @@ int rne_ok(clnorm_dtype dt, uint32_t got, double want, uint32_t *exp_bits)
     return got == *exp_bits;
 }
 
-/* ---- the environment of a forced plan ------------------------------------------------ */
-static const char *env_names[] = {"CLNORM_VARIANT", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
-                                  "CLNORM_SPLIT", "CLNORM_PAIR_WORD"};
-
-const char *plan_now(void)
-{
-    static char buf[200];
-    buf[0] = '\0';
-    for (size_t i = 0; i < COUNT_OF(env_names); i++) {
-        const char *v = getenv(env_names[i]);
-        if (v) {
-            size_t n = strlen(buf);
-            snprintf(buf + n, sizeof buf - n, "%s%s=%s", n ? " " : "", env_names[i], v);
-        }
-    }
-    if (!buf[0]) snprintf(buf, sizeof buf, "auto plan");
-    return buf;
-}
-
-static void set_num(const char *name, size_t v)
-{
-    char b[32];
-    snprintf(b, sizeof b, "%zu", v);
-    t_setenv(name, b);
-}
-
-void plan_clear(void)
-{
-    for (size_t i = 0; i < COUNT_OF(env_names); i++) t_setenv(env_names[i], NULL);
-}
-
-/* Forced plan: variant (NULL: auto), work-group and row threads (0: library's). */
-void plan_set(const char *variant, size_t wg, size_t team, size_t split)
-{
-    plan_clear();
-    if (variant) t_setenv("CLNORM_VARIANT", variant);
-    if (wg) set_num("CLNORM_WORK_GROUP", wg);
-    if (team) set_num("CLNORM_ROW_THREADS", team);
-    if (split) set_num("CLNORM_SPLIT", split);
-}
-
-static size_t pow2_ceil(size_t v)
-{
-    size_t p = 1;
-    while (p < v) p *= 2;
-    return p;
-}
-
-/* Forced shapes use few work-group sizes (64 and 256): PoCL compiles a kernel anew
-   for every local size, which would dominate the time of a cold run. */
-/* The register variant in groups of 64 with enough row threads to hold a row of
-   cols (up to 2048 columns); longer rows are left to the library's shape. */
-void plan_reg(size_t cols)
-{
-    size_t team = pow2_ceil((cols + 31) / 32);
-    if (team > 64) plan_set("reg", 0, 0, 0);
-    else plan_set("reg", 64, team, 0);
-}
-
-/* The paired register variant likewise (16 elements per work-item covers every op
-   and dtype), in words of 2 or 4 elements; views whose row starts or cols are not
-   multiples of the word run the plain register form. */
-void plan_pair(size_t cols)
-{
-    static const char *words[] = {"2", "4"};
-    size_t team = pow2_ceil((cols + 15) / 16);
-    if (team > 64) plan_set("pair", 0, 0, 0);
-    else plan_set("pair", 64, team, 0);
-    t_setenv("CLNORM_PAIR_WORD", PICK(&R, words));
-}
-
 /* ---- the fused operation on canary-guarded buffers ------------------------------------ */
 /* fz and fview, the problem and its views, are in fused.h. */
 char g_msg[2048];      /* clnorm_last_error() right after the call */
@@ -172,8 +54,6 @@ char g_msg[2048];      /* clnorm_last_error() right after the call */
 /* A forced number of row threads may exceed what a device can loop over (llvmpipe's
    loop-trip limit): UNSUPPORTED is then a fair answer, counted and noted. */
 size_t g_unsupported;
-
-int forced_team(void) { return getenv("CLNORM_ROW_THREADS") != NULL; }
 
 static size_t v_ld(const fz *f, const fview *v) { return v->ld ? v->ld : f->cols; }
 
@@ -224,15 +104,16 @@ size_t check_rms_y(const char *file, int line, const char *label, clnorm_dtype d
 {
     size_t bad = 0, unwritten = 0, badbits = 0, shown = 0;
     char first[3][260];
+    float *gr = g ? malloc(cols * sizeof(float)) : NULL;
+    double *ref = malloc(rows * cols * sizeof(double) + 8);
+    if (g) dt_round(dt, g, gr, cols);
+    ref_rmsnorm(v, rows, cols, gr, eps, ref);
     for (size_t r = 0; r < rows; r++) {
         if (skip && skip[r]) continue;
         const float *vr = v + r * cols;
-        double ss = 0;
-        for (size_t c = 0; c < cols; c++) ss += (double)vr[c] * vr[c];
-        double rs = 1.0 / sqrt(ss / (double)cols + (double)eps);
         for (size_t c = 0; c < cols; c++) {
             size_t i = r * cols + c;
-            double want = (double)vr[c] * rs * (g ? (double)rnd(dt, g[c]) : 1.0);
+            double want = ref[i];
             if (check_poison && yb[i] == poison_of(dt)) {
                 if (!unwritten++ && shown < 3)
                     snprintf(first[shown++], sizeof first[0], "[%zu,%zu] never written", r, c);
@@ -252,6 +133,8 @@ size_t check_rms_y(const char *file, int line, const char *label, clnorm_dtype d
             bad++;
         }
     }
+    free(gr);
+    free(ref);
     g_bits_bad += badbits;
     if (bad)
         t_fail(file, line, "%s: %zu of %zu y values wrong (rel %.3g, abs %.3g%s; %zu unwritten, "
@@ -331,12 +214,7 @@ clnorm_status fused_run(const fz *f, clnorm_status want)
         t_fail(__FILE__, __LINE__, "%s: returned %s, expected %s; last error \"%s\"", label,
                clnorm_status_string(st), clnorm_status_string(want), g_msg);
     if (st == CLNORM_SUCCESS) {
-        if (CHECK(ev != NULL, "%s: no event returned", label)) {
-            CHECK_CL(clWaitForEvents(1, &ev));
-            cl_int s = -1;
-            CHECK_CL(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
-            CHECK(s == CL_COMPLETE, "%s: event status %d after clWaitForEvents", label, s);
-        }
+        t_check_event(label, ev);
     } else {
         CHECK(g_msg[0] != '\0', "%s: %s with an empty clnorm_last_error()", label,
               clnorm_status_string(st));
