@@ -54,7 +54,10 @@ int main(int argc, char **argv)
     int calls = atoi(argv[2]), rounds = atoi(argv[3]), gated = atoi(argv[6]);
     size_t rows = (size_t)atol(argv[4]), cols = (size_t)atol(argv[5]);
     clnorm_session *s;
-    if (clnorm_session_create(spec, &s)) { fprintf(stderr, "%s\n", clnorm_last_error()); return 1; }
+    if (clnorm_session_create(spec, &s)) {
+        fprintf(stderr, "%s\n", clnorm_last_error());
+        return 1;
+    }
     cl_command_queue q = clnorm_session_queue(s);
     cl_int err;
     cl_mem x = clCreateBuffer(clnorm_session_context(s), CL_MEM_READ_WRITE,
@@ -214,9 +217,10 @@ def main():
         res = {"c": c1 + c2, **res}
     base_name = "c" if "c" in res else "ctypes"
     base = statistics.median(res[base_name])
+    mode = "open queue" if a.open else "gated"
     print(f"device: {s.device_name}; shape {rows}x{cols} float32; {a.calls} calls x "
-          f"{a.rounds} rounds, {'open queue' if a.open else 'gated'}; numpy {np.__version__}, pyopencl {cl.VERSION_TEXT}, "
-          f"python {sys.version.split()[0]}")
+          f"{a.rounds} rounds, {mode}; numpy {np.__version__}, pyopencl "
+          f"{cl.VERSION_TEXT}, python {sys.version.split()[0]}")
     if why:
         print(f"(no C loop: {why}; the baseline is ctypes)")
     print(f"{'form':8} {'median us/call':>15} {'min':>8} {'max':>8} {'over ' + base_name:>10}"
