@@ -26,7 +26,7 @@ size_t rng_below(rng *r, size_t n) { return n ? (size_t)(rng_u64(r) % n) : 0; }
 double rng_range(rng *r, double lo, double hi) { return lo + (hi - lo) * rng_unit(r); }
 
 /* ---- environment, time, text ------------------------------------------------------- */
-enum { MAX_SAVED_ENV = 16 };
+enum { MAX_SAVED_ENV = 64 };
 static struct { char name[64]; char *old; int had; } saved_env[MAX_SAVED_ENV];
 static int n_saved_env;
 
@@ -40,6 +40,10 @@ void t_setenv(const char *name, const char *value)
         saved_env[i].had = old != NULL;
         saved_env[i].old = old ? strdup(old) : NULL;
         n_saved_env++;
+    } else if (i == n_saved_env) {
+        t_fail(__FILE__, __LINE__, "t_setenv(%s): more than %d variables to restore", name,
+               MAX_SAVED_ENV);
+        return;
     }
     if (value) setenv(name, value, 1); else unsetenv(name);
 }
