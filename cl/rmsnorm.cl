@@ -262,8 +262,8 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 #endif
 
 /* The paired forms (cols and every row start multiples of CLN_WORD), in two sizes: K
-   words per work-item, as many elements as softmax's register form (_pair) or half
-   as many (_pair_half). The plan takes the half form where a team of up to 256 holds
+   words per work-item, as many elements as softmax's register form (_words) or half
+   as many (_words_half). The plan takes the half form where a team of up to 256 holds
    the row and the full one for longer rows (docs/DESIGN.md, 'Half and full paired
    kernels'). Keep in step with cln_reg_k in src/plan.c. h of the fused add is rounded
    to the storage type by cln_packw itself, as cln_round does. */
@@ -304,11 +304,11 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         }                                                                            \
         CLN_RMS_REG_TAIL((K), CLN_SLOTW, CLN_PF_SQ, CLN_PF_AMAX, CLN_PUTW);              \
     }
-#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_pair || CLN_ONLY_clnorm_add_rmsnorm_pair
-CLN_RMS_PAIR_KERNELS(pair, CLN_PAIR_SLOTS(CLN_REG_K))
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_words || CLN_ONLY_clnorm_add_rmsnorm_words
+CLN_RMS_PAIR_KERNELS(words, CLN_PAIR_SLOTS(CLN_REG_K))
 #endif
-#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_pair_half || CLN_ONLY_clnorm_add_rmsnorm_pair_half
-CLN_RMS_PAIR_KERNELS(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
+#if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_words_half || CLN_ONLY_clnorm_add_rmsnorm_words_half
+CLN_RMS_PAIR_KERNELS(words_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
 #endif
 
 /* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where
@@ -316,10 +316,10 @@ CLN_RMS_PAIR_KERNELS(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
    sum overflowed or underflowed. Stage two rescales every part to one common power
    of two, so no stage needs to read x again after another may have written y over
    it (in place). ------------------------------------------------------------------ */
-#if !CLN_ONLY || CLN_ONLY_clnorm_split_ss
-__kernel void clnorm_split_ss(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
-                              ulong slices, ulong slice_len, __global float *part,
-                              __local float *scratch)
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_sum_squares
+__kernel void clnorm_split_sum_squares(__global const cln_t *x, ulong xoff, ulong xld, ulong cols,
+                                       ulong slices, ulong slice_len, __global float *part,
+                                       __local float *scratch)
 {
     CLN_SPLIT_SETUP();
     __global const cln_t *xr = x + xoff + row * xld + c0;

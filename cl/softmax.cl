@@ -12,10 +12,10 @@
              then each merges its row's partials and writes its slice. */
 
 /* Three passes over the row: the maximum, the sum of exp(x - max), then the write. */
-#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_3pass
-__kernel void clnorm_softmax_3pass(__global const cln_t *x, ulong xoff, ulong xld,
-                                   __global cln_t *y, ulong yoff, ulong yld, ulong rows,
-                                   ulong cols, uint team, __local float *scratch)
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_three_pass
+__kernel void clnorm_softmax_three_pass(__global const cln_t *x, ulong xoff, ulong xld,
+                                        __global cln_t *y, ulong yoff, ulong yld, ulong rows,
+                                        ulong cols, uint team, __local float *scratch)
 {
     CLN_ROW_SETUP();
     __global const cln_t *xr = x + xoff + row * xld;
@@ -130,10 +130,10 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 
 /* The paired register forms: word i * team + lane of the row (its CLN_WORD elements)
    lives in v[i]; cols is a multiple of CLN_WORD. Two sizes, as for RMSNorm:
-   - _pair holds CLN_PAIR_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
+   - _words holds CLN_PAIR_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
      that a register carries as many bytes of the row as in float32, and exp is taken
      again for the write.
-   - _pair_half holds half as many words, as floats in every dtype: the weights stay
+   - _words_half holds half as many words, as floats in every dtype: the weights stay
      in place, one exp per element. The plan takes it for 16-bit rows a team of up to
      256 holds that way, and for float32 rows of 513 to 4096 columns (more groups). */
 #if CLN_DTYPE == 0
@@ -190,13 +190,13 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         }                                                                            \
         CLN_REG_SOFTMAX(K, full, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
     }
-#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair
-CLN_SM_PAIR_KERNEL(pair, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_words
+CLN_SM_PAIR_KERNEL(words, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
                    CLN_OUT_PW, CLN_KEPT_PW, 1)
 #endif
-#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_pair_half
-CLN_SM_PAIR_KERNEL(pair_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V, CLN_W_V,
-                   CLN_OUT_V, 1, CLN_DTYPE != 0)
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_words_half
+CLN_SM_PAIR_KERNEL(words_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V,
+                   CLN_W_V, CLN_OUT_V, 1, CLN_DTYPE != 0)
 #endif
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */
@@ -247,10 +247,10 @@ inline void cln_merge_parts(__global const float *part, ulong row, ulong slices,
     cln_pair(m, l, scratch, scratch + team, lid, lid, team);
 }
 
-/* CPU builds of float32 keep the three-pass split's weights: clnorm_split_sumexp
+/* CPU builds of float32 keep the three-pass split's weights: clnorm_split_sum_exp
    stores exp(x - m) in y as it sums, and the last stage scales y in place, so exp is
    taken once per element, as in the CPU three-pass kernel above. Other builds ignore
-   the y of clnorm_split_sumexp and the weighted flag of clnorm_split_softmax. */
+   the y of clnorm_split_sum_exp and the weighted flag of clnorm_split_softmax. */
 #define CLN_SPLIT_WEIGHTS (CLN_BLOCKED && CLN_DTYPE == 0)
 
 /* Stage two of softmax: merge the row's partials, write this slice (weighted: scale
@@ -312,11 +312,11 @@ __kernel void clnorm_split_max(__global const cln_t *x, ulong xoff, ulong xld, u
 }
 #endif
 
-#if !CLN_ONLY || CLN_ONLY_clnorm_split_sumexp
-__kernel void clnorm_split_sumexp(__global const cln_t *x, ulong xoff, ulong xld,
-                                  __global cln_t *y, ulong yoff, ulong yld, ulong cols,
-                                  ulong slices, ulong slice_len, __global const float *maxima,
-                                  __global float *part, __local float *scratch)
+#if !CLN_ONLY || CLN_ONLY_clnorm_split_sum_exp
+__kernel void clnorm_split_sum_exp(__global const cln_t *x, ulong xoff, ulong xld,
+                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
+                                   ulong slices, ulong slice_len, __global const float *maxima,
+                                   __global float *part, __local float *scratch)
 {
     CLN_SPLIT_SETUP();
     float m = -INFINITY;

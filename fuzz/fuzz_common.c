@@ -144,7 +144,7 @@ void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
     if (local_cap < max_wg) max_wg = pow2_floor(local_cap ? local_cap : 1);
 
     FZ_ASSERT(pl->op != CLN_OP_SOFTMAX_AUTO && (unsigned)pl->op < CLN_OP_COUNT, "%s", d);
-    FZ_ASSERT(op == CLN_OP_SOFTMAX_AUTO ? (pl->op == CLN_OP_SOFTMAX_3PASS ||
+    FZ_ASSERT(op == CLN_OP_SOFTMAX_AUTO ? (pl->op == CLN_OP_SOFTMAX_THREE_PASS ||
                                            pl->op == CLN_OP_SOFTMAX_ONLINE)
                                         : pl->op == op, "op %d planned as %d", (int)op,
               (int)pl->op);
@@ -159,10 +159,10 @@ void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
         FZ_ASSERT(pl->path == CLN_PATH_LOCAL, "%s", d);
     else FZ_ASSERT(pl->path == p->best_path, "%s", d);
     FZ_ASSERT((unsigned)pl->variant < CLN_VAR_COUNT, "%s", d);
-    FZ_ASSERT(!((pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) &&
+    FZ_ASSERT(!((pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) &&
                 pl->op == CLN_OP_STATS), "%s", d);
     /* The paired kernels move words of two elements from every row start. */
-    if (pl->variant == CLN_VAR_PAIR)
+    if (pl->variant == CLN_VAR_WORDS)
         FZ_ASSERT(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu columns%s", d, cols,
                   lim->no_pairs ? " on views with odd row starts" : "");
     FZ_ASSERT(!(pl->variant == CLN_VAR_SPLIT && pl->op == CLN_OP_ADD_RMSNORM), "%s", d);
@@ -172,7 +172,7 @@ void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
     FZ_ASSERT((pl->variant == CLN_VAR_SPLIT) == (pl->k2 != CLN_K_COUNT), "%s", d);
     /* GPU builds loop one element at a time on views of mixed alignment. */
     size_t vec = (p->type & CL_DEVICE_TYPE_CPU) && p->vec ? p->vec : 1;
-    if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR)
+    if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS)
         FZ_ASSERT(pl->team * cln_plan_reg_elems(pl, dt) >= cols,
                   "%s: register row of %zu columns", d, cols);
     if (pl->variant != CLN_VAR_SPLIT) {

@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         }
         FZ_ASSERT(op != CLN_OP_SOFTMAX_AUTO ? aop == op
-                                            : aop == CLN_OP_SOFTMAX_3PASS ||
+                                            : aop == CLN_OP_SOFTMAX_THREE_PASS ||
                                                   aop == CLN_OP_SOFTMAX_ONLINE ||
                                                   aop == CLN_OP_SOFTMAX_AUTO,
                   "apply turned op %d into %d", (int)op, (int)aop);

@@ -73,7 +73,7 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     cl_uint update = a->update;
     /* The three-pass split's last stage scales weights its second stage stored, in the
        builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
-    cl_uint weighted = pl->op == CLN_OP_SOFTMAX_3PASS;
+    cl_uint weighted = pl->op == CLN_OP_SOFTMAX_THREE_PASS;
     if (kid == CLN_K_SPLIT_STATS_FINAL) {
         /* The only kernel that does not start with x: it reads the partials. */
         CLN_ARG(part); CLN_ARG(slices); CLN_ARG(a->row_max); CLN_ARG(a->row_sum);
@@ -81,48 +81,48 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         CLN_ARG(a->x.mem); CLN_ARG(xoff); CLN_ARG(xld);
     }
     switch (kid) {
-    case CLN_K_ADD_RMS:
-    case CLN_K_ADD_RMS_REG:
-    case CLN_K_ADD_RMS_PAIR:
-    case CLN_K_ADD_RMS_PAIR_HALF:
+    case CLN_K_ADD_RMSNORM:
+    case CLN_K_ADD_RMSNORM_REG:
+    case CLN_K_ADD_RMSNORM_WORDS:
+    case CLN_K_ADD_RMSNORM_WORDS_HALF:
         CLN_ARG(a->res.mem); CLN_ARG(roff); CLN_ARG(rld); CLN_ARG(update);
         /* fall through */
-    case CLN_K_RMS:
-    case CLN_K_RMS_REG:
-    case CLN_K_RMS_PAIR:
-    case CLN_K_RMS_PAIR_HALF:
+    case CLN_K_RMSNORM:
+    case CLN_K_RMSNORM_REG:
+    case CLN_K_RMSNORM_WORDS:
+    case CLN_K_RMSNORM_WORDS_HALF:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(team);
         break;
-    case CLN_K_SM3:
-    case CLN_K_SMO:
-    case CLN_K_SM_REG:
-    case CLN_K_SM_PAIR:
-    case CLN_K_SM_PAIR_HALF:
+    case CLN_K_SOFTMAX_THREE_PASS:
+    case CLN_K_SOFTMAX_ONLINE:
+    case CLN_K_SOFTMAX_REG:
+    case CLN_K_SOFTMAX_WORDS:
+    case CLN_K_SOFTMAX_WORDS_HALF:
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(rows); CLN_ARG(cols);
-        if (kid != CLN_K_SM3 && kid != CLN_K_SMO) CLN_ARG(online);
+        if (kid != CLN_K_SOFTMAX_THREE_PASS && kid != CLN_K_SOFTMAX_ONLINE) CLN_ARG(online);
         CLN_ARG(team);
         break;
-    case CLN_K_STATS:
+    case CLN_K_SOFTMAX_STATS:
         CLN_ARG(a->row_max); CLN_ARG(a->row_sum); CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(team);
         break;
-    case CLN_K_SPLIT_SS:
+    case CLN_K_SPLIT_SUM_SQUARES:
     case CLN_K_SPLIT_STATS:
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
     case CLN_K_SPLIT_MAX:
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
-    case CLN_K_SPLIT_SUMEXP:
+    case CLN_K_SPLIT_SUM_EXP:
         /* The maxima live in the partials buffer too (cl/softmax.cl). */
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(part);
         break;
-    case CLN_K_SPLIT_RMS:
+    case CLN_K_SPLIT_RMSNORM:
         CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
         CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
         break;
-    case CLN_K_SPLIT_SM:
+    case CLN_K_SPLIT_SOFTMAX:
         CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(cols); CLN_ARG(slices);
         CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(weighted);
         break;
@@ -229,7 +229,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
 /* Plans and enqueues one validated operation. A split plan enqueues two or three
    kernels, which follow one another by the queue's order, or by events on an
    out-of-order queue, and hands out the last one's event. */
-static clnorm_status cln_run_env(cl_command_queue q, cl_context ctx, cl_device_id dev,
+static clnorm_status cln_plan_and_enqueue(cl_command_queue q, cl_context ctx, cl_device_id dev,
                                  cln_op op, clnorm_dtype dtype, const cln_args *a,
                                  cl_uint num_wait, const cl_event *wait_list, cl_event *event)
 {
@@ -329,12 +329,12 @@ fail:
 }
 
 /* The operation with the environment read once (env.c). */
-static clnorm_status cln_run(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
+static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
                              clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
                              const cl_event *wait_list, cl_event *event)
 {
     cln_env_begin();
-    clnorm_status st = cln_run_env(q, ctx, dev, op, dtype, a, num_wait, wait_list, event);
+    clnorm_status st = cln_plan_and_enqueue(q, ctx, dev, op, dtype, a, num_wait, wait_list, event);
     cln_env_end();
     return st;
 }
@@ -371,7 +371,7 @@ clnorm_status clnorm_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t 
     if ((st = cln_check_norm(ctx, &x, &y, gamma, rows, cols, es, eps))) return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .gamma = gamma, .eps = eps};
-    return cln_run(queue, ctx, dev, CLN_OP_RMSNORM, dtype, &a, num_wait, wait_list, event);
+    return cln_enqueue_op(queue, ctx, dev, CLN_OP_RMSNORM, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
@@ -402,7 +402,7 @@ clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, siz
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .res = residual, .gamma = gamma,
                   .eps = eps, .update = update_residual != 0};
-    return cln_run(queue, ctx, dev, CLN_OP_ADD_RMSNORM, dtype, &a, num_wait, wait_list, event);
+    return cln_enqueue_op(queue, ctx, dev, CLN_OP_ADD_RMSNORM, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
@@ -425,10 +425,10 @@ clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype, size_t 
         (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
-    cln_op op = algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_3PASS
+    cln_op op = algo == CLNORM_SOFTMAX_THREE_PASS ? CLN_OP_SOFTMAX_THREE_PASS
                 : algo == CLNORM_SOFTMAX_ONLINE ? CLN_OP_SOFTMAX_ONLINE : CLN_OP_SOFTMAX_AUTO;
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y};
-    return cln_run(queue, ctx, dev, op, dtype, &a, num_wait, wait_list, event);
+    return cln_enqueue_op(queue, ctx, dev, op, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dtype dtype, size_t rows,
@@ -453,7 +453,7 @@ clnorm_status clnorm_softmax_stats(cl_command_queue queue, clnorm_dtype dtype, s
         return st;
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .row_max = row_max, .row_sum = row_sum};
-    return cln_run(queue, ctx, dev, CLN_OP_STATS, dtype, &a, num_wait, wait_list, event);
+    return cln_enqueue_op(queue, ctx, dev, CLN_OP_STATS, dtype, &a, num_wait, wait_list, event);
 }
 
 clnorm_status clnorm_warmup(cl_command_queue queue)

@@ -16,7 +16,7 @@ const char *cln_op_name(cln_op op)
 {
     switch (op) {
     case CLN_OP_RMSNORM: return "rmsnorm";
-    case CLN_OP_SOFTMAX_3PASS: return "softmax-3pass";
+    case CLN_OP_SOFTMAX_THREE_PASS: return "softmax-3pass";
     case CLN_OP_SOFTMAX_ONLINE: return "softmax-online";
     case CLN_OP_STATS: return "softmax-stats";
     case CLN_OP_ADD_RMSNORM: return "add-rmsnorm";
@@ -29,9 +29,9 @@ const char *cln_variant_name(cln_variant v)
 {
     switch (v) {
     case CLN_VAR_STREAM: return "stream";
-    case CLN_VAR_REG: return "reg";
+    case CLN_VAR_REGISTERS: return "reg";
     case CLN_VAR_SPLIT: return "split";
-    case CLN_VAR_PAIR: return "pair";
+    case CLN_VAR_WORDS: return "words";
     }
     return "?";
 }
@@ -40,12 +40,12 @@ const char *cln_kernel_name(cln_kernel_id k)
 {
     static const char *const names[CLN_K_COUNT] = {
         "clnorm_rmsnorm", "clnorm_rmsnorm_reg", "clnorm_add_rmsnorm",
-        "clnorm_add_rmsnorm_reg", "clnorm_split_ss", "clnorm_split_rmsnorm",
-        "clnorm_softmax_3pass", "clnorm_softmax_online", "clnorm_softmax_reg",
+        "clnorm_add_rmsnorm_reg", "clnorm_split_sum_squares", "clnorm_split_rmsnorm",
+        "clnorm_softmax_three_pass", "clnorm_softmax_online", "clnorm_softmax_reg",
         "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
-        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sumexp",
-        "clnorm_softmax_pair", "clnorm_rmsnorm_pair", "clnorm_add_rmsnorm_pair",
-        "clnorm_rmsnorm_pair_half", "clnorm_add_rmsnorm_pair_half", "clnorm_softmax_pair_half"};
+        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sum_exp",
+        "clnorm_softmax_words", "clnorm_rmsnorm_words", "clnorm_add_rmsnorm_words",
+        "clnorm_rmsnorm_words_half", "clnorm_add_rmsnorm_words_half", "clnorm_softmax_words_half"};
     return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
@@ -143,13 +143,14 @@ clnorm_status cln_limits_from_env(cln_limits *l)
     const char *var = cln_getenv("CLNORM_VARIANT");
     if (var && *var && strcmp(var, "auto") != 0) {
         if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
-        else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REG;
+        else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REGISTERS;
         else if (!strcmp(var, "split")) l->force_variant = CLN_VAR_SPLIT;
-        else if (!strcmp(var, "pair")) l->force_variant = CLN_VAR_PAIR;
+        /* "pair" is this variant's former name. */
+        else if (!strcmp(var, "words") || !strcmp(var, "pair")) l->force_variant = CLN_VAR_WORDS;
         else
             return cln_fail(CLNORM_INVALID_ARGUMENT,
                             "environment variable CLNORM_VARIANT=\"%s\" is not auto, stream, "
-                            "reg, pair or split", var);
+                            "reg, words or split", var);
     }
     return CLNORM_SUCCESS;
 }
@@ -167,34 +168,34 @@ static void cln_kernels(cln_plan *pl)
     pl->k2 = pl->k3 = CLN_K_COUNT;
     switch (pl->op) {
     case CLN_OP_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_RMS_PAIR_HALF : CLN_K_RMS_PAIR)
-                 : pl->variant == CLN_VAR_REG ? CLN_K_RMS_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SS : CLN_K_RMS;
-        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMS;
+        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_RMSNORM_WORDS_HALF : CLN_K_RMSNORM_WORDS)
+                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_RMSNORM_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SUM_SQUARES : CLN_K_RMSNORM;
+        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMSNORM;
         break;
     case CLN_OP_ADD_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_PAIR
-                     ? (pl->pair_half ? CLN_K_ADD_RMS_PAIR_HALF : CLN_K_ADD_RMS_PAIR)
-                 : pl->variant == CLN_VAR_REG ? CLN_K_ADD_RMS_REG : CLN_K_ADD_RMS;
+        pl->k1 = pl->variant == CLN_VAR_WORDS
+                     ? (pl->pair_half ? CLN_K_ADD_RMSNORM_WORDS_HALF : CLN_K_ADD_RMSNORM_WORDS)
+                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_ADD_RMSNORM_REG : CLN_K_ADD_RMSNORM;
         break;
-    case CLN_OP_SOFTMAX_3PASS:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR)
-                 : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SM3;
+    case CLN_OP_SOFTMAX_THREE_PASS:
+        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS)
+                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_SOFTMAX_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SOFTMAX_THREE_PASS;
         if (pl->variant == CLN_VAR_SPLIT) {
-            pl->k2 = CLN_K_SPLIT_SUMEXP;
-            pl->k3 = CLN_K_SPLIT_SM;
+            pl->k2 = CLN_K_SPLIT_SUM_EXP;
+            pl->k3 = CLN_K_SPLIT_SOFTMAX;
         }
         break;
     case CLN_OP_SOFTMAX_ONLINE:
     case CLN_OP_SOFTMAX_AUTO:
-        pl->k1 = pl->variant == CLN_VAR_PAIR ? (pl->pair_half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR)
-                 : pl->variant == CLN_VAR_REG ? CLN_K_SM_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SMO;
-        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SM;
+        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS)
+                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_SOFTMAX_REG
+                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SOFTMAX_ONLINE;
+        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SOFTMAX;
         break;
     case CLN_OP_STATS:
-        pl->k1 = pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_STATS;
+        pl->k1 = pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SOFTMAX_STATS;
         if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_STATS_FINAL;
         break;
     }
@@ -212,14 +213,14 @@ static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
 
 size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype)
 {
-    if (pl->variant != CLN_VAR_REG && pl->variant != CLN_VAR_PAIR) return 0;
-    size_t k = cln_reg_k(pl->op, dtype, pl->variant == CLN_VAR_PAIR);
+    if (pl->variant != CLN_VAR_REGISTERS && pl->variant != CLN_VAR_WORDS) return 0;
+    size_t k = cln_reg_k(pl->op, dtype, pl->variant == CLN_VAR_WORDS);
     return pl->pair_half ? k / 2 : k;
 }
 
 static int cln_has_variant(cln_op op, cln_variant v)
 {
-    if (v == CLN_VAR_REG || v == CLN_VAR_PAIR) return op != CLN_OP_STATS;
+    if (v == CLN_VAR_REGISTERS || v == CLN_VAR_WORDS) return op != CLN_OP_STATS;
     if (v == CLN_VAR_SPLIT) return op != CLN_OP_ADD_RMSNORM;
     return 1;
 }
@@ -261,11 +262,11 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
 
     /* The paired register form wants whole words at every row start; it is the
        register form wherever it can run (see docs/DESIGN.md, 'Paired register
-       kernels'). CLNORM_VARIANT=reg keeps the plain form, =pair forces the paired one. */
+       kernels'). CLNORM_VARIANT=reg keeps the plain form, =words forces the paired one. */
     const int rms = op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM;
     int soft16 = dtype != CLNORM_F32 && !rms;
     const size_t word = cln_pair_word(p, lim->pair_word);
-    int pair = cols % word == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REG;
+    int pair = cols % word == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REGISTERS;
     /* The algorithm: AUTO takes the register three-pass form (one read, one exp per
        element) when the row fits, else the online form (two reads, not three). */
     size_t reg_k = cln_reg_k(op, dtype, pair);
@@ -300,7 +301,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
        algorithm choice'. */
     int cpu_vec = cpu && p->vec > 1;
     if (op == CLN_OP_SOFTMAX_AUTO)
-        op = (!cpu && reg_fits) || cpu_vec ? CLN_OP_SOFTMAX_3PASS : CLN_OP_SOFTMAX_ONLINE;
+        op = (!cpu && reg_fits) || cpu_vec ? CLN_OP_SOFTMAX_THREE_PASS : CLN_OP_SOFTMAX_ONLINE;
     out->op = op;
     out->online = op == CLN_OP_SOFTMAX_ONLINE;
 
@@ -309,20 +310,20 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     cln_variant var;
     if (lim->force_variant >= 0) {
         var = (cln_variant)lim->force_variant;
-        if (var == CLN_VAR_PAIR && !pair) var = CLN_VAR_REG; /* odd columns or rows */
+        if (var == CLN_VAR_WORDS && !pair) var = CLN_VAR_REGISTERS; /* odd columns or rows */
         if (!cln_has_variant(op, var)) var = CLN_VAR_STREAM;
     } else {
         size_t split_min = cpu ? 65536 : 32768;
         int few = rows < (cpu ? cus : 2 * cus);
         if (few && cols >= split_min && cln_has_variant(op, CLN_VAR_SPLIT)) var = CLN_VAR_SPLIT;
-        else if (!cpu && reg_fits && cln_has_variant(op, CLN_VAR_REG))
-            var = pair ? CLN_VAR_PAIR : CLN_VAR_REG;
+        else if (!cpu && reg_fits && cln_has_variant(op, CLN_VAR_REGISTERS))
+            var = pair ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
         else var = CLN_VAR_STREAM;
     }
     if (var == CLN_VAR_SPLIT && (lim->force_wg || lim->force_team) && lim->force_variant < 0)
-        var = !reg_fits || !cln_has_variant(op, CLN_VAR_REG) ? CLN_VAR_STREAM
-              : pair ? CLN_VAR_PAIR : CLN_VAR_REG;
-    const int in_regs = var == CLN_VAR_REG || var == CLN_VAR_PAIR;
+        var = !reg_fits || !cln_has_variant(op, CLN_VAR_REGISTERS) ? CLN_VAR_STREAM
+              : pair ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
+    const int in_regs = var == CLN_VAR_REGISTERS || var == CLN_VAR_WORDS;
 
     size_t wg, team;
     if (var == CLN_VAR_SPLIT) {
@@ -446,10 +447,10 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         return CLNORM_UNSUPPORTED;
     }
     /* A forced shape whose row does not fit the registers streams instead. */
-    if ((var == CLN_VAR_REG || var == CLN_VAR_PAIR) && team * reg_k < cols) var = CLN_VAR_STREAM;
+    if ((var == CLN_VAR_REGISTERS || var == CLN_VAR_WORDS) && team * reg_k < cols) var = CLN_VAR_STREAM;
 
     out->variant = var;
-    out->pair_half = var == CLN_VAR_PAIR && pair_half;
+    out->pair_half = var == CLN_VAR_WORDS && pair_half;
     out->wg = wg;
     out->team = team;
     out->rows_per_wg = wg / team;

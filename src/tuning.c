@@ -74,7 +74,7 @@ static int cln_parse_line(const char *line, cln_tune_entry *e)
     /* The algorithm must be the op itself, or a softmax form for softmax-auto: a
        foreign one would launch another operation's kernel. */
     int algo_ok = a == o || (o == CLN_OP_SOFTMAX_AUTO &&
-                             (a == CLN_OP_SOFTMAX_3PASS || a == CLN_OP_SOFTMAX_ONLINE));
+                             (a == CLN_OP_SOFTMAX_THREE_PASS || a == CLN_OP_SOFTMAX_ONLINE));
     if (!algo_ok || o < 0 || a < 0 || v < 0 || pa < 0 || d < 0 || !e->cols || !e->rows || !e->wg ||
         !e->team || (v == CLN_VAR_SPLIT && !e->slices))
         return -1;

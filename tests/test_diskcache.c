@@ -81,7 +81,7 @@ static void prog_id_of(const cln_profile *p, clnorm_dtype dt, const char *dir, p
 {
     char *src = NULL;
     /* one_op's kernel: the statistics, streamed. */
-    cln_program_options(p, dt, p->best_path, CLN_K_STATS, id->options, sizeof id->options);
+    cln_program_options(p, dt, p->best_path, CLN_K_SOFTMAX_STATS, id->options, sizeof id->options);
     CHECK_ST(cln_source_get(&src, &id->len), CLNORM_SUCCESS);
     id->hash = src ? cln_hash64(src, id->len, 0) : 0;
     free(src);

@@ -63,7 +63,7 @@ static const xplan xplans[] = {
     {"stream", 64, 64, 0},    /* one row per work-group */
     {"reg", 64, 4, 0},        /* rows up to 128 in registers, 16 per group */
     {"reg", 256, 128, 0},     /* rows up to 4096 in registers, 2 per group */
-    {"pair", 256, 128, 0},    /* even rows as words of two elements (odd: reg) */
+    {"words", 256, 128, 0},   /* even rows as words of two elements (odd: reg) */
     {"split", 0, 0, 3},       /* rmsnorm in 3 slices per row (add_rmsnorm streams) */
     {"split", 64, 0, 0},      /* rmsnorm split as the library slices it */
 };

@@ -186,7 +186,7 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
 {
     int ok = 1;
     if (op == CLN_OP_SOFTMAX_AUTO)
-        ok &= CHECK(pl->op == CLN_OP_SOFTMAX_3PASS || pl->op == CLN_OP_SOFTMAX_ONLINE,
+        ok &= CHECK(pl->op == CLN_OP_SOFTMAX_THREE_PASS || pl->op == CLN_OP_SOFTMAX_ONLINE,
                     "%s: AUTO resolved to op %d", label, (int)pl->op);
     else
         ok &= CHECK(pl->op == op, "%s: plan op %d", label, (int)pl->op);
@@ -216,17 +216,17 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     pl->groups == rows * pl->slices && pl->k2 != CLN_K_COUNT,
                     "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
-    } else if (pl->variant == CLN_VAR_REG || pl->variant == CLN_VAR_PAIR) {
+    } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
         /* The half-slot kernels are exactly the pair_half plans. */
-        ok &= CHECK((pl->k1 == CLN_K_RMS_PAIR_HALF || pl->k1 == CLN_K_ADD_RMS_PAIR_HALF ||
-                     pl->k1 == CLN_K_SM_PAIR_HALF) ==
+        ok &= CHECK((pl->k1 == CLN_K_RMSNORM_WORDS_HALF || pl->k1 == CLN_K_ADD_RMSNORM_WORDS_HALF ||
+                     pl->k1 == CLN_K_SOFTMAX_WORDS_HALF) ==
                         (pl->pair_half != 0), "%s: kernel %s with pair_half %d", label,
                     cln_kernel_name(pl->k1), pl->pair_half);
         ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
                     "(%zu per work-item)", label, pl->team, cols, k);
         /* The paired kernels move words of two elements from every row start. */
-        if (pl->variant == CLN_VAR_PAIR)
+        if (pl->variant == CLN_VAR_WORDS)
             ok &= CHECK(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu cols%s",
                         label, cols, lim->no_pairs ? " on views with odd row starts" : "");
     }
@@ -393,37 +393,37 @@ void test_plan(void)
                 size_t team;
                 int half;
             } pc[] = {
-                {CLNORM_BF16, 4096, 0, 0, CLN_VAR_PAIR, 128, 1},
-                {CLNORM_F16, 4096, 0, 0, CLN_VAR_PAIR, 128, 1},
-                {CLNORM_BF16, 16384, 0, 0, CLN_VAR_PAIR, 256, 0}, /* past the half form */
-                {CLNORM_BF16, 1024, 0, 0, CLN_VAR_PAIR, 32, 1},
-                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_PAIR, 32, 1},
+                {CLNORM_BF16, 4096, 0, 0, CLN_VAR_WORDS, 128, 1},
+                {CLNORM_F16, 4096, 0, 0, CLN_VAR_WORDS, 128, 1},
+                {CLNORM_BF16, 16384, 0, 0, CLN_VAR_WORDS, 256, 0}, /* past the half form */
+                {CLNORM_BF16, 1024, 0, 0, CLN_VAR_WORDS, 32, 1},
+                {CLNORM_BF16, 1024, 0, 1, CLN_VAR_WORDS, 32, 1},
                 /* Short rows fill every slot too, in teams narrower than a warp. */
-                {CLNORM_F32, 128, 0, 0, CLN_VAR_PAIR, 4, 0},
-                {CLNORM_F32, 512, 0, 0, CLN_VAR_PAIR, 16, 0},
-                {CLNORM_F32, 127, 0, 0, CLN_VAR_REG, 4, 0},
-                {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REG, 256, 0},
-                {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REG, 128, 0},
+                {CLNORM_F32, 128, 0, 0, CLN_VAR_WORDS, 4, 0},
+                {CLNORM_F32, 512, 0, 0, CLN_VAR_WORDS, 16, 0},
+                {CLNORM_F32, 127, 0, 0, CLN_VAR_REGISTERS, 4, 0},
+                {CLNORM_BF16, 4097, 0, 0, CLN_VAR_REGISTERS, 256, 0},
+                {CLNORM_BF16, 4096, 1, 0, CLN_VAR_REGISTERS, 128, 0},
                 /* float32 rows of a warp or more: the half form, twice the groups. */
-                {CLNORM_F32, 4096, 0, 0, CLN_VAR_PAIR, 256, 1},
-                {CLNORM_F32, 1024, 0, 0, CLN_VAR_PAIR, 64, 1},
-                {CLNORM_F32, 8192, 0, 0, CLN_VAR_PAIR, 256, 0},
-                {CLNORM_F32, 4096, 1, 0, CLN_VAR_REG, 128, 0},
-                {CLNORM_F32, 4096, 0, 1, CLN_VAR_PAIR, 256, 1},
-                {CLNORM_F32, 4097, 0, 1, CLN_VAR_REG, 256, 0},
-                {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REG, 128, 0}, /* forced plain: honoured */
+                {CLNORM_F32, 4096, 0, 0, CLN_VAR_WORDS, 256, 1},
+                {CLNORM_F32, 1024, 0, 0, CLN_VAR_WORDS, 64, 1},
+                {CLNORM_F32, 8192, 0, 0, CLN_VAR_WORDS, 256, 0},
+                {CLNORM_F32, 4096, 1, 0, CLN_VAR_REGISTERS, 128, 0},
+                {CLNORM_F32, 4096, 0, 1, CLN_VAR_WORDS, 256, 1},
+                {CLNORM_F32, 4097, 0, 1, CLN_VAR_REGISTERS, 256, 0},
+                {CLNORM_BF16, 4096, 0, 2, CLN_VAR_REGISTERS, 128, 0}, /* forced plain: honoured */
             };
             for (size_t c = 0; c < COUNT_OF(pc); c++) {
                 cln_limits f = no_limits();
                 f.no_pairs = pc[c].no_pairs;
-                if (pc[c].force) f.force_variant = pc[c].force == 1 ? CLN_VAR_PAIR : CLN_VAR_REG;
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096,
+                if (pc[c].force) f.force_variant = pc[c].force == 1 ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096,
                            pc[c].cols);
-                cln_kernel_id want_k = pc[c].want != CLN_VAR_PAIR ? CLN_K_SM_REG
-                                       : pc[c].half ? CLN_K_SM_PAIR_HALF : CLN_K_SM_PAIR;
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, why),
+                cln_kernel_id want_k = pc[c].want != CLN_VAR_WORDS ? CLN_K_SOFTMAX_REG
+                                       : pc[c].half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS;
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl, why),
                              CLNORM_SUCCESS) &&
-                    plan_ok(p, &f, CLN_OP_SOFTMAX_3PASS, pc[c].dt, 4096, pc[c].cols, &pl, label))
+                    plan_ok(p, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl, label))
                     CHECK(pl.variant == pc[c].want && pl.team == pc[c].team && pl.k1 == want_k,
                           "%s, no_pairs %d: %s team %zu kernel %s, expected %s team %zu kernel %s",
                           label, pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
@@ -432,14 +432,14 @@ void test_plan(void)
             }
             /* Words of 4 elements want cols a multiple of 4 too. */
             static const struct { clnorm_dtype dt; size_t cols; cln_variant want; } wc[] = {
-                {CLNORM_BF16, 1024, CLN_VAR_PAIR}, {CLNORM_BF16, 1026, CLN_VAR_REG},
-                {CLNORM_F32, 4096, CLN_VAR_PAIR}, {CLNORM_F32, 4098, CLN_VAR_REG}};
+                {CLNORM_BF16, 1024, CLN_VAR_WORDS}, {CLNORM_BF16, 1026, CLN_VAR_REGISTERS},
+                {CLNORM_F32, 4096, CLN_VAR_WORDS}, {CLNORM_F32, 4098, CLN_VAR_REGISTERS}};
             for (size_t c = 0; c < COUNT_OF(wc); c++) {
                 cln_limits f = no_limits();
                 f.pair_word = 4;
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, wc[c].dt, 4096,
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096,
                            wc[c].cols);
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, wc[c].dt, 4096, wc[c].cols, &pl,
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096, wc[c].cols, &pl,
                                   why), CLNORM_SUCCESS))
                     CHECK(pl.variant == wc[c].want, "%s, words of 4: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(wc[c].want));
@@ -476,9 +476,9 @@ void test_plan(void)
             };
             for (size_t c = 0; c < COUNT_OF(lc); c++) {
                 cln_limits f = no_limits();
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_3PASS, lc[c].dt, lc[c].rows,
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt, lc[c].rows,
                            lc[c].cols);
-                if (!CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_3PASS, lc[c].dt, lc[c].rows, lc[c].cols,
+                if (!CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt, lc[c].rows, lc[c].cols,
                                    &pl, why), CLNORM_SUCCESS))
                     continue;
                 size_t want_rpw = lc[c].rpw;
@@ -512,27 +512,27 @@ void test_plan(void)
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_PAIR && !pl.pair_half && pl.team == 1024,
-                      "%s: %s team %zu, expected pair team 1024", label,
+                CHECK(pl.variant == CLN_VAR_WORDS && !pl.pair_half && pl.team == 1024,
+                      "%s: %s team %zu, expected words team 1024", label,
                       cln_variant_name(pl.variant), pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_PAIR && !pl.pair_half && pl.team == 512 &&
-                          pl.op == CLN_OP_SOFTMAX_3PASS,
-                      "%s: %s %s%s team %zu, expected three-pass pair team 512", label,
+                CHECK(pl.variant == CLN_VAR_WORDS && !pl.pair_half && pl.team == 512 &&
+                          pl.op == CLN_OP_SOFTMAX_THREE_PASS,
+                      "%s: %s %s%s team %zu, expected three-pass words team 512", label,
                       cln_op_name(pl.op), cln_variant_name(pl.variant), pl.pair_half ? "-half" : "",
                       pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_PAIR && pl.team == 1024,
-                      "%s: %s team %zu, expected pair team 1024", label,
+                CHECK(pl.variant == CLN_VAR_WORDS && pl.team == 1024,
+                      "%s: %s team %zu, expected words team 1024", label,
                       cln_variant_name(pl.variant), pl.team);
-            f.force_variant = CLN_VAR_PAIR; /* forced: honoured */
+            f.force_variant = CLN_VAR_WORDS; /* forced: honoured */
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_PAIR, "forced pair on bf16 1024x32768: %s",
+                CHECK(pl.variant == CLN_VAR_WORDS, "forced words on bf16 1024x32768: %s",
                       cln_variant_name(pl.variant));
         }
 
@@ -540,11 +540,11 @@ void test_plan(void)
            the row, all of them beyond. */
         if (p->nv) {
             struct { clnorm_dtype dt; size_t cols; cln_kernel_id k; size_t team; } rc[] = {
-                {CLNORM_F32, 4096, CLN_K_RMS_PAIR_HALF, 256},
-                {CLNORM_F32, 8192, CLN_K_RMS_PAIR, 256},
-                {CLNORM_BF16, 8192, CLN_K_RMS_PAIR_HALF, 256},
-                {CLNORM_BF16, 16384, CLN_K_RMS_PAIR, 256},
-                {CLNORM_F32, 16384, CLN_K_RMS_PAIR, 512},
+                {CLNORM_F32, 4096, CLN_K_RMSNORM_WORDS_HALF, 256},
+                {CLNORM_F32, 8192, CLN_K_RMSNORM_WORDS, 256},
+                {CLNORM_BF16, 8192, CLN_K_RMSNORM_WORDS_HALF, 256},
+                {CLNORM_BF16, 16384, CLN_K_RMSNORM_WORDS, 256},
+                {CLNORM_F32, 16384, CLN_K_RMSNORM_WORDS, 512},
             };
             for (size_t c = 0; c < COUNT_OF(rc); c++) {
                 plan_label(label, sizeof label, np, &none, CLN_OP_RMSNORM, rc[c].dt, 4096, rc[c].cols);

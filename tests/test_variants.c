@@ -1,4 +1,4 @@
-/* variants: every kernel form (stream, reg, pair, split) forced on every operation and
+/* variants: every kernel form (stream, reg, words, split) forced on every operation and
    dtype, on rows that fit it, packed and on views whose rows start at odd elements.
    The plan the library makes is asserted too, so that each form really runs: the
    paired one wherever the row length and every row start are even, the plain register
@@ -32,7 +32,7 @@ static cln_op plan_op(top op)
 {
     switch (op) {
     case OP_RMSNORM: return CLN_OP_RMSNORM;
-    case OP_SOFTMAX_3PASS: return CLN_OP_SOFTMAX_3PASS;
+    case OP_SOFTMAX_3PASS: return CLN_OP_SOFTMAX_THREE_PASS;
     case OP_SOFTMAX_ONLINE: return CLN_OP_SOFTMAX_ONLINE;
     case OP_STATS: return CLN_OP_STATS;
     default: return CLN_OP_SOFTMAX_AUTO;
@@ -43,8 +43,8 @@ static cln_op plan_op(top op)
    elements. */
 static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows, size_t word)
 {
-    if (forced == CLN_VAR_PAIR && (cols % word || odd_rows)) forced = CLN_VAR_REG;
-    if ((forced == CLN_VAR_REG || forced == CLN_VAR_PAIR) && op == OP_STATS) return CLN_VAR_STREAM;
+    if (forced == CLN_VAR_WORDS && (cols % word || odd_rows)) forced = CLN_VAR_REGISTERS;
+    if ((forced == CLN_VAR_REGISTERS || forced == CLN_VAR_WORDS) && op == OP_STATS) return CLN_VAR_STREAM;
     return forced;
 }
 
@@ -70,8 +70,8 @@ void test_variants(void)
     /* The last form is the paired one again with a team that holds the row only in all
        its slots: the full paired kernels, where the first pass takes the half ones
        for 16-bit softmax and for RMSNorm. */
-    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REG, CLN_VAR_PAIR, CLN_VAR_SPLIT,
-                                        CLN_VAR_PAIR};
+    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REGISTERS, CLN_VAR_WORDS, CLN_VAR_SPLIT,
+                                        CLN_VAR_WORDS};
     /* Up to 1024 columns: one work-group size (64), since PoCL compiles every
        kernel anew for each size it meets. */
     static const size_t cols_list[] = {2, 34, 1000, 1001};
@@ -122,8 +122,8 @@ void test_variants(void)
                               cln_variant_name(want));
                         planned[pl.variant]++;
                         if (a.dt != CLNORM_F32) {
-                            half16 += pl.k1 == CLN_K_SM_PAIR_HALF;
-                            full16 += pl.k1 == CLN_K_SM_PAIR;
+                            half16 += pl.k1 == CLN_K_SOFTMAX_WORDS_HALF;
+                            full16 += pl.k1 == CLN_K_SOFTMAX_WORDS;
                         }
                     }
                     calls++;
@@ -131,10 +131,10 @@ void test_variants(void)
                     free(g);
                 }
     t_env_restore();
-    NOTE("%zu calls checked; planned stream %zu, reg %zu, pair %zu, split %zu", calls,
-         planned[CLN_VAR_STREAM], planned[CLN_VAR_REG], planned[CLN_VAR_PAIR],
+    NOTE("%zu calls checked; planned stream %zu, reg %zu, words %zu, split %zu", calls,
+         planned[CLN_VAR_STREAM], planned[CLN_VAR_REGISTERS], planned[CLN_VAR_WORDS],
          planned[CLN_VAR_SPLIT]);
-    CHECK(planned[CLN_VAR_PAIR] > 0 && planned[CLN_VAR_REG] > 0 && planned[CLN_VAR_SPLIT] > 0,
+    CHECK(planned[CLN_VAR_WORDS] > 0 && planned[CLN_VAR_REGISTERS] > 0 && planned[CLN_VAR_SPLIT] > 0,
           "some kernel form never ran");
     CHECK(half16 > 0 && full16 > 0, "16-bit softmax ran the half paired kernel %zu times and "
           "the full one %zu times", half16, full16);
@@ -152,7 +152,7 @@ void test_variants(void)
                     if (wg > dmax || op == OP_STATS) continue;
                     t_env_restore();
                     t_setenv("CLNORM_PAIR_WORD", "4");
-                    t_setenv("CLNORM_VARIANT", "pair");
+                    t_setenv("CLNORM_VARIANT", "words");
                     set_num("CLNORM_WORK_GROUP", wg);
                     set_num("CLNORM_ROW_THREADS", team);
                     op_args a;
@@ -162,12 +162,12 @@ void test_variants(void)
                     if (shifted) a.xoff = 2; /* even, not a multiple of 4 */
                     cln_plan pl;
                     char label[400];
-                    cln_variant want = cols % 4 || shifted ? CLN_VAR_REG : CLN_VAR_PAIR;
+                    cln_variant want = cols % 4 || shifted ? CLN_VAR_REGISTERS : CLN_VAR_WORDS;
                     if (plan_and_run(prof, &a, shifted, &pl, label, sizeof label)) {
                         CHECK(pl.variant == want, "%s, CLNORM_PAIR_WORD=4: the plan is %s, "
                               "expected %s", label, cln_variant_name(pl.variant),
                               cln_variant_name(want));
-                        paired4 += pl.variant == CLN_VAR_PAIR;
+                        paired4 += pl.variant == CLN_VAR_WORDS;
                     }
                     calls++;
                     free(x);
@@ -194,7 +194,7 @@ void test_variants(void)
                     const size_t wg = team < 64 ? 64 : 2 * team;
                     if (wg > dmax) continue;
                     t_env_restore();
-                    t_setenv("CLNORM_VARIANT", "pair");
+                    t_setenv("CLNORM_VARIANT", "words");
                     if (w4) t_setenv("CLNORM_PAIR_WORD", "4");
                     set_num("CLNORM_WORK_GROUP", wg);
                     set_num("CLNORM_ROW_THREADS", team);
@@ -205,8 +205,8 @@ void test_variants(void)
                     cln_plan pl;
                     char label[400];
                     if (plan_and_run(prof, &a, 0, &pl, label, sizeof label) &&
-                        pl.variant == CLN_VAR_PAIR && cln_plan_reg_elems(&pl, a.dt) * team == cols)
-                        filled[pl.k1 == CLN_K_SM_PAIR_HALF]++;
+                        pl.variant == CLN_VAR_WORDS && cln_plan_reg_elems(&pl, a.dt) * team == cols)
+                        filled[pl.k1 == CLN_K_SOFTMAX_WORDS_HALF]++;
                     calls++;
                     free(x);
                     free(g);

@@ -177,7 +177,7 @@ static const char *const op_names[OP_COUNT] = {"rmsnorm", "softmax_three_pass",
                                                "softmax_online", "softmax_auto",
                                                "softmax_stats"};
 /* The plan each op's call makes (AUTO is resolved by the plan itself). */
-static const cln_op op_plan[OP_COUNT] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_3PASS,
+static const cln_op op_plan[OP_COUNT] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS,
                                          CLN_OP_SOFTMAX_ONLINE, CLN_OP_SOFTMAX_AUTO,
                                          CLN_OP_STATS};
 
@@ -269,7 +269,7 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
     /* AUTO's resolved algorithm goes with the name: "softmax_auto/3pass". */
     snprintf(name, sizeof name, "%s%s", op_names[op],
              op != OP_SOFTMAX_AUTO || !planned ? ""
-             : pl.op == CLN_OP_SOFTMAX_3PASS ? "/3pass" : "/online");
+             : pl.op == CLN_OP_SOFTMAX_THREE_PASS ? "/3pass" : "/online");
     /* The line is printed once the op has run, with the plan that ran (after the
        tuning table and the compiled kernels' limits); errors print it at once. */
 #define RUN_LINE() printf("%-19s %-52s ", name, plan)

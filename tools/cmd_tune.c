@@ -16,7 +16,7 @@ static const char tune_usage[] =
     "\n"
     "For rmsnorm, softmax three-pass, softmax online and softmax statistics, in f32, f16\n"
     "and bf16, on rows of 128, 1024, 4096, 32768 and 262144 columns (rows enough for\n"
-    "4M elements), times every candidate plan: variant (stream, reg, pair, split), work-group\n"
+    "4M elements), times every candidate plan: variant (stream, reg, words, split), work-group\n"
     "size, work-items per row (so rows per work-group), work-groups per row (split) and\n"
     "reduction path, on random data, checked against the built-in plan's result. Each\n"
     "is timed with profiling events on the session queue: a warm-up run, then the\n"
@@ -81,7 +81,7 @@ static clnorm_status enqueue(const tune_bufs *b, cln_op op, cl_uint nw, const cl
         return clnorm_softmax_stats(b->q, b->dtype, b->rows, b->cols, x, b->m, b->l, nw, w, ev);
     default:
         return clnorm_softmax(b->q, b->dtype, b->rows, b->cols, x, y,
-                              op == CLN_OP_SOFTMAX_3PASS ? CLNORM_SOFTMAX_THREE_PASS
+                              op == CLN_OP_SOFTMAX_THREE_PASS ? CLNORM_SOFTMAX_THREE_PASS
                               : op == CLN_OP_SOFTMAX_ONLINE ? CLNORM_SOFTMAX_ONLINE
                                                             : CLNORM_SOFTMAX_AUTO,
                               nw, w, ev);
@@ -207,10 +207,10 @@ static size_t candidates(const cln_profile *p, cln_op op, clnorm_dtype dt, size_
                 if (team > 1 && team / 2 >= cols) continue; /* more work-items than columns */
                 c[k++] = (cand){CLN_VAR_STREAM, paths[pi], wg, team, 0};
                 if (has_reg(op) && team * CLN_REG_K >= cols)
-                    c[k++] = (cand){CLN_VAR_REG, paths[pi], wg, team, 0};
+                    c[k++] = (cand){CLN_VAR_REGISTERS, paths[pi], wg, team, 0};
                 /* Paired words (16-bit rows hold twice the elements per work-item). */
                 if (has_reg(op) && team * CLN_REG_K * (dt == CLNORM_F32 ? 1 : 2) >= cols)
-                    c[k++] = (cand){CLN_VAR_PAIR, paths[pi], wg, team, 0};
+                    c[k++] = (cand){CLN_VAR_WORDS, paths[pi], wg, team, 0};
             }
             if (has_split(op))
                 for (size_t s = 2; s <= 64 && cols / s >= wg * 8; s *= quick ? 4 : 2)
@@ -425,7 +425,7 @@ int cmd_tune(int argc, char **argv)
     setenv("CLNORM_TUNING", "off", 1); /* built-in plans are the baseline */
 
     static const size_t full_cols[] = {128, 1024, 4096, 32768, 262144}, quick_cols[] = {128, 4096, 262144};
-    static const cln_op ops[] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_3PASS, CLN_OP_SOFTMAX_ONLINE, CLN_OP_STATS};
+    static const cln_op ops[] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS, CLN_OP_SOFTMAX_ONLINE, CLN_OP_STATS};
     const size_t *colv = quick ? quick_cols : full_cols;
     size_t ncols = quick ? 3 : 5, elems = quick ? ((size_t)1 << 20) : ((size_t)1 << 22);
     int ndt = quick ? 1 : 3, ok = 1;
@@ -482,7 +482,7 @@ int cmd_tune(int argc, char **argv)
                 cln_tune_entry e;
                 if (!tune_one(p, &b, ops[o], quick, repeats, user_reduction, &e)) continue;
                 merge(&table, &n, &cap, &e);
-                if (ops[o] == CLN_OP_SOFTMAX_3PASS) sm[0] = e, have |= 1;
+                if (ops[o] == CLN_OP_SOFTMAX_THREE_PASS) sm[0] = e, have |= 1;
                 if (ops[o] == CLN_OP_SOFTMAX_ONLINE) sm[1] = e, have |= 2;
                 double ratio = e.builtin_us / e.best_us;
                 log_sum += log(ratio), measured++, within += ratio <= 1.1;

@@ -119,7 +119,7 @@ static int control_cycle(const char *spec, unsigned long i)
     cl_program prog = clCreateProgramWithSource(ctx, 1, &s, &len, &err);
     int bad = clBuildProgram(prog, 1, &ref.device, opts, NULL, NULL) != CL_SUCCESS;
     free(src);
-    static const char *const names[] = {"clnorm_softmax_3pass", "clnorm_rmsnorm",
+    static const char *const names[] = {"clnorm_softmax_three_pass", "clnorm_rmsnorm",
                                         "clnorm_softmax_stats"};
     cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, ROWS * COLS * 4 + 64, NULL, &err);
     for (int k = 0; k < 3 && !bad; k++) {

@@ -79,32 +79,32 @@ static const sw_config configs[] = {
     /* Rows in registers as words of two elements: the half-slot RMSNorm kernels where
        they hold the row, the full ones where only those do (122 columns in float32,
        250 in 16 bits, with 4 work-items per row; float32 streams the latter). */
-    {"pair wg8 team4", "pair", "8", "4", NULL, 5, 62, 1},
-    {"pair wg6 team3", "pair", "6", "3", NULL, 5, 46, 1},
-    {"pair wg4 team1", "pair", "4", "1", NULL, 3, 12, 1},
-    {"pair wg8 team4 full", "pair", "8", "4", NULL, 3, 122, 1},
-    {"pair wg6 team3 full", "pair", "6", "3", NULL, 3, 94, 1},
-    {"pair wg4 team1 full", "pair", "4", "1", NULL, 3, 30, 1},
-    {"pair wg4 team1 full16", "pair", "4", "1", NULL, 3, 62, 1},
-    {"pair wg8 team4 full16", "pair", "8", "4", NULL, 3, 250, 1},
-    {"pair wg6 team3 full16", "pair", "6", "3", NULL, 3, 190, 1},
+    {"words wg8 team4", "words", "8", "4", NULL, 5, 62, 1},
+    {"words wg6 team3", "words", "6", "3", NULL, 5, 46, 1},
+    {"words wg4 team1", "words", "4", "1", NULL, 3, 12, 1},
+    {"words wg8 team4 full", "words", "8", "4", NULL, 3, 122, 1},
+    {"words wg6 team3 full", "words", "6", "3", NULL, 3, 94, 1},
+    {"words wg4 team1 full", "words", "4", "1", NULL, 3, 30, 1},
+    {"words wg4 team1 full16", "words", "4", "1", NULL, 3, 62, 1},
+    {"words wg8 team4 full16", "words", "8", "4", NULL, 3, 250, 1},
+    {"words wg6 team3 full16", "words", "6", "3", NULL, 3, 190, 1},
     /* The same in words of 4 (the gpu-word4 build): columns a multiple of 4, and of
        no team of 3 for the tail. */
-    {"pair wg8 team4 w4", "pair", "8", "4", NULL, 5, 60, 1},
-    {"pair wg6 team3 w4", "pair", "6", "3", NULL, 5, 44, 1},
-    {"pair wg8 team4 full w4", "pair", "8", "4", NULL, 3, 120, 1},
-    {"pair wg6 team3 full w4", "pair", "6", "3", NULL, 3, 92, 1},
-    {"pair wg4 team1 full w4", "pair", "4", "1", NULL, 3, 28, 1},
-    {"pair wg4 team1 full16 w4", "pair", "4", "1", NULL, 3, 60, 1},
-    {"pair wg8 team4 full16 w4", "pair", "8", "4", NULL, 3, 248, 1},
-    {"pair wg6 team3 full16 w4", "pair", "6", "3", NULL, 3, 188, 1},
+    {"words wg8 team4 w4", "words", "8", "4", NULL, 5, 60, 1},
+    {"words wg6 team3 w4", "words", "6", "3", NULL, 5, 44, 1},
+    {"words wg8 team4 full w4", "words", "8", "4", NULL, 3, 120, 1},
+    {"words wg6 team3 full w4", "words", "6", "3", NULL, 3, 92, 1},
+    {"words wg4 team1 full w4", "words", "4", "1", NULL, 3, 28, 1},
+    {"words wg4 team1 full16 w4", "words", "4", "1", NULL, 3, 60, 1},
+    {"words wg8 team4 full16 w4", "words", "8", "4", NULL, 3, 248, 1},
+    {"words wg6 team3 full16 w4", "words", "6", "3", NULL, 3, 188, 1},
     /* Rows that fill every slot of a team of 4 (16 or 32 floats, 32 or 64 16-bit
        elements a work-item): the softmax kernels' unguarded branch in the first group
        of the GPU builds (float32 too: -DCLN_FULL_F32_TEAM=1), the guarded one in the
        second, which holds one row of two. */
-    {"pair wg8 team4 filled64", "pair", "8", "4", NULL, 3, 64, 1},
-    {"pair wg8 team4 filled128", "pair", "8", "4", NULL, 3, 128, 1},
-    {"pair wg8 team4 filled256", "pair", "8", "4", NULL, 3, 256, 1},
+    {"words wg8 team4 filled64", "words", "8", "4", NULL, 3, 64, 1},
+    {"words wg8 team4 filled128", "words", "8", "4", NULL, 3, 128, 1},
+    {"words wg8 team4 filled256", "words", "8", "4", NULL, 3, 256, 1},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 
@@ -113,7 +113,7 @@ static const char *const sw_op_names[SW_NOPS] = {
     "rmsnorm", "add_rmsnorm", "add_rmsnorm(update)", "softmax-3pass", "softmax-online",
     "softmax-auto", "softmax-stats"};
 static const cln_op sw_plan_op[SW_NOPS] = {
-    CLN_OP_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_SOFTMAX_3PASS,
+    CLN_OP_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS,
     CLN_OP_SOFTMAX_ONLINE, CLN_OP_SOFTMAX_AUTO, CLN_OP_STATS};
 
 /* ---- coverage --------------------------------------------------------------------- */
