@@ -3,9 +3,10 @@
    lent to one caller at a time from a per-program pool, because clSetKernelArg on a
    shared cl_kernel is not thread-safe; arguments are captured at enqueue, so a
    kernel goes back to the pool right after its enqueue. */
-#include "internal.h"
+#include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ static char *cln_embedded_src;
 static size_t cln_embedded_len;
 /* Hashed once, not per call (docs/DESIGN.md, 'Host cost per call'). */
 static uint64_t cln_embedded_hash;
+static atomic_ulong cln_n_builds;
+
+unsigned long cln_cache_builds(void) { return atomic_load(&cln_n_builds); }
 
 unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 {
@@ -71,10 +75,9 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
         size_t word;
         char extra[256], out[512];
     } memo;
-    const char *extra = cln_getenv("CLNORM_BUILD_OPTIONS");
-    if (!extra) extra = "";
-    /* An invalid CLNORM_PAIR_WORD fails every call before any build (plan.c). */
-    const size_t word = cln_pair_word(p, cln_pair_word_env());
+    const cln_settings *set = cln_settings_now();
+    const char *extra = set->cfg->pub.build_options;
+    const size_t word = cln_pair_word(p, set->lim.pair_word);
     if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
         memo.word == word &&
         !strcmp(memo.extra, extra) && strlen(memo.out) < len) {
@@ -113,8 +116,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
    edits show up without restarting. Caller holds the lock for the embedded copy. */
 static clnorm_status cln_source_locked(char **src, size_t *len, uint64_t *hash, int *owned)
 {
-    const char *dir = cln_getenv("CLNORM_KERNEL_DIR");
-    if (dir && *dir) {
+    if (*cln_config_now()->pub.kernel_dir) {
         *owned = 1;
         clnorm_status st = cln_source_get(src, len);
         if (!st) *hash = cln_hash64(*src, *len, 0);
@@ -203,10 +205,10 @@ static clnorm_status cln_build(cln_prog *e, const cln_profile *p, const char *sr
         return st;
     }
     e->program = prog;
+    atomic_fetch_add(&cln_n_builds, 1);
     /* CLNORM_BUILD_LOG=1 shows what the compiler said (with CLNORM_BUILD_OPTIONS such
        as -cl-nv-verbose: registers and spills per kernel). */
-    const char *show = cln_getenv("CLNORM_BUILD_LOG");
-    if (show && *show && strcmp(show, "0") != 0) {
+    if (cln_config_now()->pub.build_log) {
         size_t log_len = 0;
         char *log = NULL;
         clGetProgramBuildInfo(prog, e->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_len);
@@ -243,19 +245,9 @@ static void cln_only_option(cln_kernel_id kid, char *options, size_t len)
    load, so fewer kernels load faster. See docs/DESIGN.md, 'Program grouping'. */
 int cln_programs_one(const cln_profile *p)
 {
-    const int forced = cln_programs_env();
+    const int forced = cln_settings_now()->programs;
     if (forced > 0) return forced == 1;
-    char dir[4096];
-    return cln_disk_reads_binaries(p) && cln_disk_dir(dir, sizeof dir, 0) == CLN_DISK_OK;
-}
-
-int cln_programs_env(void)
-{
-    const char *s = cln_getenv("CLNORM_PROGRAMS");
-    if (!s || !*s || !strcmp(s, "auto")) return 0;
-    if (!strcmp(s, "one")) return 1;
-    if (!strcmp(s, "all")) return 2;
-    return -1;
+    return cln_disk_reads_binaries(p) && cln_config_now()->disk == CLN_DISK_OK;
 }
 
 void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cln_path path,
@@ -463,6 +455,8 @@ void cln_kernel_return(cln_kernel_lease *lease)
 
 void clnorm_release_cache(cl_context context)
 {
+    cln_config_take(); /* programs stored below go to the folder in force */
+    cln_queue_hints_forget(context);
     cln_serial_forget(context);
     cln_scratch_drop(context);
     pthread_mutex_lock(&cln_cache_lock);

@@ -14,7 +14,7 @@
    rejected and replaced rather than left beside the new one. Nothing here records
    an error: every problem means "not cached". */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,17 +72,11 @@ static int cln_mkdirs(char *path)
 
 int cln_disk_dir(char *buf, size_t len, int create)
 {
-    const char *dir = cln_getenv("CLNORM_CACHE_DIR"), *base;
-    int n;
-    if (dir && !strcmp(dir, "off")) return CLN_DISK_OFF;
-    if (dir && *dir) n = snprintf(buf, len, "%s", dir);
-    else if ((base = cln_getenv("XDG_CACHE_HOME")) && base[0] == '/') /* XDG: absolute only */
-        n = snprintf(buf, len, "%s/clnorm", base);
-    else if ((base = cln_getenv("HOME")) && *base)
-        n = snprintf(buf, len, "%s/.cache/clnorm", base);
-    else return CLN_DISK_OFF;
-    if (n <= 0 || (size_t)n >= len - 64) return CLN_DISK_OFF; /* room for a file name */
-    while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
+    /* The process configuration works the folder out when it is set (config.c). */
+    const cln_config *c = cln_config_now();
+    size_t n = strlen(c->folder);
+    if (c->disk != CLN_DISK_OK || len < 64 || n >= len - 64) return CLN_DISK_OFF;
+    memcpy(buf, c->folder, n + 1);
     if (!create) return CLN_DISK_OK;
     if (cln_mkdirs(buf) != 0 || access(buf, W_OK | X_OK) != 0) return CLN_DISK_BAD;
     return CLN_DISK_OK;

@@ -157,7 +157,8 @@ typedef struct cln_plan {
     size_t local_bytes;   /* __local scratch per work-group */
 } cln_plan;
 
-/* Reads the CLNORM_* limit variables (not thread-safe against setenv). */
+/* Reads the CLNORM_* hint variables into limits now, as the process configuration
+   does once at the library's first use (config.c). */
 CLN_HIDDEN clnorm_status cln_limits_from_env(cln_limits *l);
 /* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
    path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
@@ -187,14 +188,14 @@ typedef struct cln_kernel_lease {
     int wants_event; /* 1: pass this run's event to cln_kernel_ran (disk capture) */
     void *slot;
 } cln_kernel_lease;
-/* one_kernel: cln_programs_one(p), asked once per operation (it reads the
-   environment and works out the cache folder). */
+/* one_kernel: cln_programs_one(p), asked once per operation. */
 CLN_HIDDEN clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev,
                                             const cln_profile *p, clnorm_dtype dtype,
                                             cln_path path, cln_kernel_id kid, int one_kernel,
                                             cln_kernel_lease *out);
-/* Whether kernels are built in programs of their own on p (CLNORM_PROGRAMS; by
-   default where the disk cache is on and keeps binaries). */
+/* Whether kernels are built in programs of their own on p (the programs hint of the
+   thread's current settings, config.h; by default where the disk cache is on and
+   keeps binaries). */
 CLN_HIDDEN int cln_programs_one(const cln_profile *p);
 /* The build options of the program that holds kernel kid (one kernel alone where
    cln_programs_one), as the disk cache keys it. */
@@ -206,10 +207,12 @@ CLN_HIDDEN void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cl
 CLN_HIDDEN int cln_stores_programs(const cln_profile *p);
 /* CLNORM_PROGRAMS: 0 unset or "auto" (a program per kernel where the disk cache is on
    and keeps binaries, one program of every kernel elsewhere), 1 "one", 2 "all", -1
-   neither. */
+   neither (config.c). */
 CLN_HIDDEN int cln_programs_env(void);
 /* Hands the program the event of a run that wants_event asked for. */
 CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
+/* Programs built from source so far, process-wide. */
+CLN_HIDDEN unsigned long cln_cache_builds(void);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 /* Pooled device scratch of at least `bytes` for split plans; release it with the
    call's last event, after which it returns to the pool. */
@@ -236,17 +239,14 @@ CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
    forced (2 or 4) if not 0, else the device's choice. The programs are built with it
    and the plan and the views' alignment check follow it. */
 CLN_HIDDEN size_t cln_pair_word(const cln_profile *p, size_t forced);
-/* CLNORM_PAIR_WORD: 0 when unset, 2 or 4, or (size_t)-1 when invalid. */
+/* CLNORM_PAIR_WORD: 0 when unset, 2 or 4, or (size_t)-1 when invalid (config.c). */
 CLN_HIDDEN size_t cln_pair_word_env(void);
+/* The options of p's programs in dtype on path, with the paired word and the extra
+   options of the thread's current settings (config.h). */
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
 
-/* ---- env.c: the environment, read once per operation ------------------------------ */
-/* cln_env_begin takes one pass over environ for the variables clnorm reads; until the
-   matching cln_env_end, cln_getenv answers from it (getenv otherwise). Nestable. */
-CLN_HIDDEN void cln_env_begin(void);
-CLN_HIDDEN void cln_env_end(void);
-CLN_HIDDEN const char *cln_getenv(const char *name);
+/* ---- env.c ------------------------------------------------------------------------ */
 /* Whether a program about to load PoCL should pin its CPU worker threads by setting
    POCL_AFFINITY=1 (PoCL then pins worker i to CPU i): only where POCL_AFFINITY is
    unset (NULL or empty), there are at least two CPUs, and the process may run on
@@ -286,9 +286,11 @@ CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t col
                                  size_t esize);
 
 /* ---- diskcache.c: the on-disk cache (program binaries, tuning tables) ------------
-   Folder: $CLNORM_CACHE_DIR ("off" disables it), else $XDG_CACHE_HOME/clnorm, else
-   ~/.cache/clnorm. Nothing here fails a call or records an error: a missing, damaged,
-   foreign or stale file is "not cached", an unusable folder means memory only. */
+   Folder: the process configuration's cache_dir (CLNORM_CACHE_DIR; "off" disables
+   it), else $XDG_CACHE_HOME/clnorm, else ~/.cache/clnorm, worked out when the
+   configuration is set (config.c). Nothing here fails a call or records an error: a
+   missing, damaged, foreign or stale file is "not cached", an unusable folder means
+   memory only. */
 #define CLN_DISK_FORMAT 1
 enum { CLN_DISK_OK = 0, CLN_DISK_ABSENT = 1, CLN_DISK_BAD = 2, CLN_DISK_OFF = 3 };
 /* The folder into buf; with create, makes it (0700) and checks it is writable.
@@ -337,8 +339,8 @@ CLN_HIDDEN void cln_disk_count_refused(void);
 
 /* ---- tuning.c: measured plans per device ------------------------------------------
    `clnorm tune` stores the fastest plan per (op, dtype, column bucket) in the cache
-   folder; cln_prepare applies it unless CLNORM_TUNING=off or a CLNORM_WORK_GROUP,
-   CLNORM_ROW_THREADS, CLNORM_VARIANT or CLNORM_SPLIT setting forces a shape. */
+   folder; a call applies it unless its tuning hint is 0 (CLNORM_TUNING=off) or its
+   work-group, items per row, variant or split hint forces a shape. */
 typedef struct cln_tune_entry {
     cln_op op;            /* as asked; CLN_OP_SOFTMAX_AUTO picks the algorithm */
     clnorm_dtype dtype;

@@ -1,5 +1,5 @@
 /* The device-buffer operations: validate, plan, fetch the kernels, enqueue. */
-#include "internal.h"
+#include "api.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -145,61 +145,81 @@ static int cln_rows_misaligned(const cln_args *a, size_t word)
     return (bits & (word - 1)) != 0;
 }
 
-/* The plan of the calling thread's last enqueued operation, for the tools and for
-   CLNORM_TRACE: what ran, after the tuning table, the views' parity and the compiled
-   kernels' limits had their say. */
-static _Thread_local cln_plan cln_last;
-static _Thread_local int cln_last_valid;
-/* The compiled kernels' work-group limit that made the last call re-plan, or 0. */
-static _Thread_local size_t cln_last_kernel_limit;
+/* The calling thread's last enqueued operation, for clnorm_last_plan, the tools and
+   CLNORM_TRACE: what ran, after the tuning table, the views' alignment and the
+   compiled kernels' limits had their say. */
+typedef struct cln_call_info {
+    size_t word;         /* the paired word its programs were built with */
+    int tuned;           /* the tuning table chose the plan */
+    size_t kernel_limit; /* the compiled kernels' work-group limit that made it re-plan,
+                            or 0 */
+} cln_call_info;
+static _Thread_local struct {
+    int valid;
+    cln_plan plan;
+    clnorm_dtype dtype;
+    cln_call_info info;
+} cln_last;
 
 int cln_last_plan(cln_plan *out)
 {
-    if (cln_last_valid) *out = cln_last;
-    return cln_last_valid;
+    if (cln_last.valid) *out = cln_last.plan;
+    return cln_last.valid;
+}
+
+int cln_last_run(cln_plan *plan, clnorm_dtype *dtype, size_t *word, int *tuned)
+{
+    if (!cln_last.valid) return 0;
+    *plan = cln_last.plan;
+    *dtype = cln_last.dtype;
+    *word = cln_last.info.word;
+    *tuned = cln_last.info.tuned;
+    return 1;
 }
 
 /* CLNORM_TRACE=1: one line per operation on stderr, with the plan that ran. */
 static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
-                      const cln_profile *prof)
+                      const cln_profile *prof, const cln_call_info *info)
 {
-    const char *env = cln_getenv("CLNORM_TRACE");
-    if (!env || !*env || !strcmp(env, "0")) return;
+    if (!cln_config_now()->pub.trace) return;
     char d[160];
     cln_plan_describe(pl, d, sizeof d);
     char re[96] = "";
-    if (cln_last_kernel_limit)
+    if (info->kernel_limit)
         snprintf(re, sizeof re, " (re-planned: a compiled kernel allows %zu work-items)",
-                 cln_last_kernel_limit);
+                 info->kernel_limit);
     fprintf(stderr, "clnorm: %s %zux%zu %s on \"%s\": %s%s\n", cln_op_name(pl->op), a->rows,
             a->cols, cln_dtype_name(dtype), prof->device_name, d, re);
 }
 
-/* Plans the call and leases its kernels, re-planning once if a compiled kernel
-   allows fewer work-items than the device (registers, local memory). *profp
-   receives the device's profile. */
-static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
+/* Plans the call under the settings of its thread and queue and leases its kernels,
+   re-planning once if a compiled kernel allows fewer work-items than the device
+   (registers, local memory). *profp receives the device's profile. */
+static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
                                  clnorm_dtype dtype, const cln_args *a, cln_plan *pl,
-                                 cln_kernel_lease lease[3], const cln_profile **profp)
+                                 cln_kernel_lease lease[3], const cln_profile **profp,
+                                 cln_call_info *info)
 {
     const size_t rows = a->rows, cols = a->cols;
+    const cln_settings *set;
     const cln_profile *prof;
     cln_limits lim;
     char why[512] = "";
-    clnorm_status st = cln_limits_from_env(&lim);
+    clnorm_status st = cln_settings_begin(q, &set);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
     *profp = prof;
-    lim.no_pairs = cln_rows_misaligned(a, cln_pair_word(prof, lim.pair_word));
-    /* The device's tuning table, if any, forces its measured shape (not over the
-       environment's); it may resolve softmax AUTO. */
-    cln_tuning_apply(prof, &op, dtype, rows, cols, &lim);
-    cln_last_kernel_limit = 0;
+    info->word = cln_pair_word(prof, set->lim.pair_word);
+    info->kernel_limit = 0;
+    /* The tuning table may resolve softmax AUTO in op. */
+    st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),
+                       &lim, pl, &info->tuned);
+    if (st) return st;
     const int one_kernel = cln_programs_one(prof);
     for (int attempt = 0; attempt < 3; attempt++) {
-        st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why);
-        if (st) return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
-                                cln_dtype_name(dtype), prof->device_name, why);
+        if (attempt && (st = cln_plan_make(prof, &lim, op, dtype, rows, cols, pl, why, sizeof why)))
+            return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_op_name(op), rows, cols,
+                            cln_dtype_name(dtype), prof->device_name, why);
         size_t kmax = (size_t)-1;
         cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
         int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
@@ -214,7 +234,7 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
         }
         if (pl->wg <= kmax) return CLNORM_SUCCESS;
         for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);
-        cln_last_kernel_limit = kmax;
+        info->kernel_limit = kmax;
         if (lim.force_wg || (lim.max_wg && lim.max_wg <= kmax)) {
             lim.max_wg = kmax;
             break;
@@ -229,9 +249,9 @@ static clnorm_status cln_prepare(cl_context ctx, cl_device_id dev, cln_op op,
 /* Plans and enqueues one validated operation. A split plan enqueues two or three
    kernels, which follow one another by the queue's order, or by events on an
    out-of-order queue, and hands out the last one's event. */
-static clnorm_status cln_plan_and_enqueue(cl_command_queue q, cl_context ctx, cl_device_id dev,
-                                 cln_op op, clnorm_dtype dtype, const cln_args *a,
-                                 cl_uint num_wait, const cl_event *wait_list, cl_event *event)
+static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_device_id dev,
+                                    cln_op op, clnorm_dtype dtype, const cln_args *a,
+                                    cl_uint num_wait, const cl_event *wait_list, cl_event *event)
 {
     cln_plan pl;
     cln_kernel_lease lease[3] = {{0}, {0}, {0}};
@@ -241,11 +261,14 @@ static clnorm_status cln_plan_and_enqueue(cl_command_queue q, cl_context ctx, cl
     const cln_profile *prof;
     cl_int err;
     int serial = 0;
-    clnorm_status st = cln_prepare(ctx, dev, op, dtype, a, &pl, lease, &prof);
+    cln_call_info info;
+    clnorm_status st = cln_prepare(q, ctx, dev, op, dtype, a, &pl, lease, &prof, &info);
     if (st) return st;
-    cln_last = pl;
-    cln_last_valid = 1;
-    cln_trace(&pl, dtype, a, prof);
+    cln_last.plan = pl;
+    cln_last.dtype = dtype;
+    cln_last.info = info;
+    cln_last.valid = 1;
+    cln_trace(&pl, dtype, a, prof, &info);
     if (cln_serial_wanted(prof)) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
@@ -325,17 +348,6 @@ fail:
     cln_scratch_release(scratch, last);
     if (last) clReleaseEvent(last);
     for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
-    return st;
-}
-
-/* The operation with the environment read once (env.c). */
-static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_device_id dev, cln_op op,
-                             clnorm_dtype dtype, const cln_args *a, cl_uint num_wait,
-                             const cl_event *wait_list, cl_event *event)
-{
-    cln_env_begin();
-    clnorm_status st = cln_plan_and_enqueue(q, ctx, dev, op, dtype, a, num_wait, wait_list, event);
-    cln_env_end();
     return st;
 }
 
@@ -461,12 +473,12 @@ clnorm_status clnorm_warmup(cl_command_queue queue)
     cl_context ctx;
     cl_device_id dev;
     const cln_profile *prof;
-    cln_limits lim;
+    const cln_settings *set;
     clnorm_status st = cln_check_queue(queue, &ctx, &dev);
-    if (!st) st = cln_limits_from_env(&lim);
+    if (!st) st = cln_settings_begin(queue, &set);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
-    cln_path path = lim.force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : prof->best_path;
+    cln_path path = set->lim.force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : prof->best_path;
     for (int d = CLNORM_F32; d <= CLNORM_BF16; d++) {
         cl_program prog;
         if ((st = cln_program_get(ctx, dev, prof, (clnorm_dtype)d, path, &prog))) return st;

@@ -3,7 +3,6 @@
    it with the profile of any device, real or not. */
 #include "internal.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,31 +75,6 @@ static size_t cln_pow2_ceil(size_t v)
 
 static size_t cln_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
-static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
-{
-    const char *s = cln_getenv(name);
-    if (!s || !*s) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v == 0 || s[0] == '-') {
-        *st = cln_fail(CLNORM_INVALID_ARGUMENT,
-                       "environment variable %s=\"%s\" is not a positive integer", name, s);
-        return 0;
-    }
-    *out = (size_t)v;
-    return 1;
-}
-
-size_t cln_pair_word_env(void)
-{
-    const char *s = cln_getenv("CLNORM_PAIR_WORD");
-    if (!s || !*s) return 0;
-    if (!strcmp(s, "2")) return 2;
-    if (!strcmp(s, "4")) return 4;
-    return (size_t)-1;
-}
-
 /* GPUs take words of 4: one 16-byte (float32) or 8-byte (16-bit) access per word
    instead of 8 or 4 bytes (see docs/DESIGN.md, 'Paired register kernels'). The price:
    rows whose length or start is a multiple of 2 but not of 4 take the plain register
@@ -109,50 +83,6 @@ size_t cln_pair_word(const cln_profile *p, size_t forced)
 {
     if (forced == 2 || forced == 4) return forced;
     return p->type & CL_DEVICE_TYPE_CPU ? 2 : 4;
-}
-
-clnorm_status cln_limits_from_env(cln_limits *l)
-{
-    clnorm_status st = CLNORM_SUCCESS;
-    size_t v;
-    memset(l, 0, sizeof *l);
-    l->force_path = -1;
-    l->force_variant = -1;
-    if (cln_env_size("CLNORM_MAX_WORK_GROUP", &v, &st)) l->max_wg = v;
-    if (cln_env_size("CLNORM_MAX_LOCAL_MEM", &v, &st)) l->max_local = v;
-    if (cln_env_size("CLNORM_WORK_GROUP", &v, &st)) l->force_wg = v;
-    if (cln_env_size("CLNORM_ROW_THREADS", &v, &st)) l->force_team = v;
-    if (cln_env_size("CLNORM_SPLIT", &v, &st)) l->force_slices = v;
-    if (st) return st;
-    const char *r = cln_getenv("CLNORM_REDUCTION");
-    if (r && *r && strcmp(r, "auto") != 0) {
-        if (!strcmp(r, "local")) l->force_path = CLN_PATH_LOCAL;
-        else if (!strcmp(r, "subgroup")) l->force_path = CLN_PATH_SUBGROUP;
-        else
-            return cln_fail(CLNORM_INVALID_ARGUMENT,
-                            "environment variable CLNORM_REDUCTION=\"%s\" is not auto, "
-                            "subgroup or local", r);
-    }
-    l->pair_word = cln_pair_word_env();
-    if (l->pair_word == (size_t)-1)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PAIR_WORD=\"%s\" "
-                        "is not 2 or 4", cln_getenv("CLNORM_PAIR_WORD"));
-    if (cln_programs_env() < 0)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PROGRAMS=\"%s\" "
-                        "is not auto, one or all", cln_getenv("CLNORM_PROGRAMS"));
-    const char *var = cln_getenv("CLNORM_VARIANT");
-    if (var && *var && strcmp(var, "auto") != 0) {
-        if (!strcmp(var, "stream")) l->force_variant = CLN_VAR_STREAM;
-        else if (!strcmp(var, "reg")) l->force_variant = CLN_VAR_REGISTERS;
-        else if (!strcmp(var, "split")) l->force_variant = CLN_VAR_SPLIT;
-        /* "pair" is this variant's former name. */
-        else if (!strcmp(var, "words") || !strcmp(var, "pair")) l->force_variant = CLN_VAR_WORDS;
-        else
-            return cln_fail(CLNORM_INVALID_ARGUMENT,
-                            "environment variable CLNORM_VARIANT=\"%s\" is not auto, stream, "
-                            "reg, words or split", var);
-    }
-    return CLNORM_SUCCESS;
 }
 
 /* Scratch bytes per work-group: (m, l) pairs need two floats per work-item. The

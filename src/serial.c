@@ -6,7 +6,7 @@
    operations on PoCL'). On PoCL each operation waits for the one before: through its
    wait list in the same context, on the host across contexts. PoCL runs a kernel on
    every core anyway, so little concurrency is lost. */
-#include "internal.h"
+#include "config.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,9 +17,8 @@ static cl_event cln_serial_last; /* the last operation's final event, retained *
 
 int cln_serial_wanted(const cln_profile *p)
 {
-    const char *env = cln_getenv("CLNORM_SERIAL");
-    if (env && *env) return strcmp(env, "0") != 0;
-    return p->pocl_major > 0;
+    const int forced = cln_config_now()->pub.serial; /* CLNORM_SERIAL */
+    return forced >= 0 ? forced : p->pocl_major > 0;
 }
 
 void cln_serial_begin(cl_context ctx, cl_event *dep)

@@ -1,6 +1,6 @@
 /* The kernel source: the .cl files embedded at build time, or read from
    $CLNORM_KERNEL_DIR for kernel development without rebuilding. */
-#include "internal.h"
+#include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +61,7 @@ static clnorm_status cln_read_file(const char *dir, const char *name, char **out
 
 clnorm_status cln_source_get(char **src, size_t *len)
 {
-    const char *dir = cln_getenv("CLNORM_KERNEL_DIR");
+    const char *dir = cln_config_now()->pub.kernel_dir;
     size_t total = 0;
     char *parts[16] = {0};
     size_t lens[16] = {0};

@@ -184,11 +184,9 @@ static int cln_tuning_find(const cln_tune_table *t, cln_op op, clnorm_dtype dtyp
 int cln_tuning_apply(const cln_profile *p, cln_op *op, clnorm_dtype dtype, size_t rows,
                      size_t cols, cln_limits *lim)
 {
-    /* The environment's shape settings take precedence over the whole entry. */
+    /* A forced shape takes precedence over the whole entry. */
     if (lim->force_wg || lim->force_team || lim->force_variant >= 0 || lim->force_slices)
         return 0;
-    const char *env = cln_getenv("CLNORM_TUNING");
-    if (env && !strcmp(env, "off")) return 0;
     /* Every call comes here: only the folder is worked out each time. */
     char dir[4096];
     if (cln_disk_dir(dir, sizeof dir, 0)) return 0;

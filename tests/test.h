@@ -45,8 +45,9 @@
     TEST_CASE(lowp_special, device)                         \
     TEST_CASE(variants, device)                             \
     TEST_CASE(split_scratch, device)                        \
+    TEST_CASE(config_api, device)                           \
+    TEST_CASE(plan_query, device)                           \
     TEST_CASE(merge, unit)                                  \
-    TEST_CASE(environment, unit)                            \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
     TEST_CASE(plan, unit)                                   \

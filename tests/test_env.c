@@ -1,71 +1,8 @@
-/* environment: the per-operation environment snapshot (src/env.c) answers as getenv would:
-   exact names only (no prefix matches), HOME and XDG_CACHE_HOME beside the CLNORM_
-   variables, nested begin/end, changes seen by the next operation, and getenv's
-   answer when more variables match than the snapshot keeps. */
+/* pocl_pin: cln_pocl_pin_wanted (src/env.c). */
 #include "test.h"
 #include "internal.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int same(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && !strcmp(a, b));
-}
-
-static const char *show(const char *s) { return s ? s : "(null)"; }
-
-#define EXPECT_ENV(name, want)                                                          \
-    CHECK(same(cln_getenv(name), (want)), "cln_getenv(\"%s\") = \"%s\", expected \"%s\"", \
-          (name), show(cln_getenv(name)), show(want))
-
-void test_environment(void)
-{
-    t_setenv("CLNORM_TEST_AB", "long");
-    t_setenv("CLNORM_TEST_A", NULL);
-    t_setenv("XDG_CACHE_HOME", "/tmp/xdg-test");
-    const char *home = getenv("HOME");
-
-    cln_env_begin();
-    EXPECT_ENV("CLNORM_TEST_AB", "long");
-    EXPECT_ENV("CLNORM_TEST_A", NULL); /* a prefix of a set name is not set */
-    EXPECT_ENV("CLNORM_TEST", NULL);
-    EXPECT_ENV("XDG_CACHE_HOME", "/tmp/xdg-test");
-    EXPECT_ENV("HOME", home);
-    cln_env_begin(); /* nested: the outer snapshot holds */
-    EXPECT_ENV("CLNORM_TEST_AB", "long");
-    cln_env_end();
-    EXPECT_ENV("CLNORM_TEST_AB", "long");
-    cln_env_end();
-
-    /* The next operation sees a change. */
-    t_setenv("CLNORM_TEST_A", "short");
-    cln_env_begin();
-    EXPECT_ENV("CLNORM_TEST_A", "short");
-    EXPECT_ENV("CLNORM_TEST_AB", "long");
-    cln_env_end();
-    cln_env_end(); /* one end too many is harmless */
-    EXPECT_ENV("CLNORM_TEST_A", "short");
-
-    /* More CLNORM_ variables than the snapshot keeps: every lookup still answers. */
-    char name[40], value[40];
-    for (int i = 0; i < 40; i++) {
-        snprintf(name, sizeof name, "CLNORM_TEST_MANY_%02d", i);
-        snprintf(value, sizeof value, "v%d", i);
-        t_setenv(name, value);
-    }
-    cln_env_begin();
-    for (int i = 0; i < 40; i++) {
-        snprintf(name, sizeof name, "CLNORM_TEST_MANY_%02d", i);
-        snprintf(value, sizeof value, "v%d", i);
-        EXPECT_ENV(name, value);
-    }
-    EXPECT_ENV("CLNORM_TEST_A", "short");
-    cln_env_end();
-    t_env_restore();
-    EXPECT_ENV("CLNORM_TEST_A", NULL);
-}
+#include <stddef.h>
 
 /* The tools pin PoCL's worker threads only where the user left POCL_AFFINITY unset and
    the process may run on every CPU that PoCL would pin a worker to. */
