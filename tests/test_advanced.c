@@ -445,6 +445,49 @@ done:
     remove_folder(dir);
 }
 
+/* ---- Replacing the configuration while other threads plan ---------------------------- */
+
+typedef struct flip_state {
+    clnorm_config a, b;
+    int rounds;
+} flip_state;
+
+static void *flip_config(void *arg)
+{
+    flip_state *f = arg;
+    for (int i = 0; i < f->rounds; i++) clnorm_config_set(i % 2 ? &f->b : &f->a);
+    return NULL;
+}
+
+/* Each query and each clnorm_config_get sees one configuration whole, never a mix. */
+static void check_concurrent_set(const clnorm_config *base)
+{
+    flip_state f = {*base, *base, 400};
+    f.a.hints.work_group = 16;
+    f.a.hints.split = 3;
+    f.b.hints.work_group = 32;
+    f.b.hints.split = 5;
+    clnorm_config_set(base);
+    const size_t auto_wg = query_wg(NULL, NULL, NULL);
+    pthread_t tid;
+    if (!CHECK(pthread_create(&tid, NULL, flip_config, &f) == 0, "pthread_create")) return;
+    int mixed = 0, bad_plan = 0;
+    for (int i = 0; i < 400; i++) {
+        clnorm_config c;
+        clnorm_config_get(&c);
+        mixed += !((c.hints.work_group == 16 && c.hints.split == 3) ||
+                   (c.hints.work_group == 32 && c.hints.split == 5) ||
+                   (c.hints.work_group == base->hints.work_group &&
+                    c.hints.split == base->hints.split));
+        size_t wg = query_wg(NULL, NULL, NULL);
+        bad_plan += wg != 16 && wg != 32 && wg != auto_wg;
+    }
+    pthread_join(tid, NULL);
+    CHECK(!mixed && !bad_plan, "while another thread replaced the configuration: %d mixed "
+          "configurations read, %d plans of neither", mixed, bad_plan);
+    clnorm_config_set(base);
+}
+
 void test_config_api(void)
 {
     clnorm_config saved;
@@ -458,6 +501,7 @@ void test_config_api(void)
     base.hints.programs = CLNORM_PROGRAMS_ONE;
     check_precedence(&base);
     check_tuning_hint(&base);
+    check_concurrent_set(&base);
     clnorm_set_thread_hints(NULL);
     CHECK_ST(clnorm_config_set(&saved), CLNORM_SUCCESS);
 }
