@@ -92,31 +92,35 @@ CLN_HIDDEN clnorm_status cln_device_list(cln_device_ref *out, size_t cap, size_t
 typedef enum cln_op {
     CLN_OP_RMSNORM = 0, CLN_OP_SOFTMAX_THREE_PASS = 1, CLN_OP_SOFTMAX_ONLINE = 2,
     CLN_OP_STATS = 3, CLN_OP_ADD_RMSNORM = 4,
-    CLN_OP_SOFTMAX_AUTO = 5 /* resolved by the plan into 3PASS or ONLINE */
+    CLN_OP_SOFTMAX_AUTO = 5 /* resolved by the plan into THREE_PASS or ONLINE */
 } cln_op;
 #define CLN_OP_COUNT 6
 CLN_HIDDEN const char *cln_op_name(cln_op op);
 
 /* How a row is processed. */
 typedef enum cln_variant {
-    CLN_VAR_STREAM = 0, /* a team per row, each pass reads the row from memory */
-    CLN_VAR_REGISTERS = 1,    /* a team per row, the row held in registers: read once */
-    CLN_VAR_SPLIT = 2,  /* several work-groups per row, partials merged in stage two */
-    CLN_VAR_WORDS = 3    /* the register form on words of CLN_WORD neighbouring
-                           elements: wider loads, and 16-bit rows kept packed
-                           (cl/dtype.cl) */
+    CLN_VAR_STREAM = 0,    /* a team per row, each pass reads the row from memory */
+    CLN_VAR_REGISTERS = 1, /* a team per row, the row held in registers: read once */
+    CLN_VAR_SPLIT = 2,     /* several work-groups per row, partials merged in stage two */
+    CLN_VAR_WORDS = 3      /* the register form on words of CLN_WORD neighbouring
+                              elements: wider loads, and 16-bit rows kept packed
+                              (cl/dtype.cl) */
 } cln_variant;
 #define CLN_VAR_COUNT 4
 CLN_HIDDEN const char *cln_variant_name(cln_variant v);
 
-/* Every kernel of the program; the cache keeps a pool per kernel. */
+/* Every kernel of the program, described in the table of src/kernels.c; the cache
+   keeps a pool per kernel. */
 typedef enum cln_kernel_id {
-    CLN_K_RMSNORM, CLN_K_RMSNORM_REG, CLN_K_ADD_RMSNORM, CLN_K_ADD_RMSNORM_REG, CLN_K_SPLIT_SUM_SQUARES,
-    CLN_K_SPLIT_RMSNORM, CLN_K_SOFTMAX_THREE_PASS, CLN_K_SOFTMAX_ONLINE, CLN_K_SOFTMAX_REG, CLN_K_SOFTMAX_STATS, CLN_K_SPLIT_STATS,
-    CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP, CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS,
-    CLN_K_ADD_RMSNORM_WORDS, CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
+    CLN_K_RMSNORM, CLN_K_RMSNORM_REG, CLN_K_ADD_RMSNORM, CLN_K_ADD_RMSNORM_REG,
+    CLN_K_SPLIT_SUM_SQUARES, CLN_K_SPLIT_RMSNORM, CLN_K_SOFTMAX_THREE_PASS,
+    CLN_K_SOFTMAX_ONLINE, CLN_K_SOFTMAX_REG, CLN_K_SOFTMAX_STATS, CLN_K_SPLIT_STATS,
+    CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP,
+    CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
+    CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
     CLN_K_COUNT
 } cln_kernel_id;
+/* The kernel's OpenCL name (kernels.c). */
 CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */

@@ -1,5 +1,6 @@
 /* The device-buffer operations: validate, plan, fetch the kernels, enqueue. */
 #include "api.h"
+#include "kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,85 +55,65 @@ static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_eve
     return CLNORM_SUCCESS;
 }
 
-#define CLN_ARG(v)                                                                   \
-    CLN_CHECK_CL(clSetKernelArg(k, i++, sizeof(v), &(v)), "clSetKernelArg(" #v ")")
-
-/* Sets the arguments of kernel kid, in the order of its declaration in cl/. */
+/* Sets the arguments of kernel kid from its list in the kernel table (src/kernels.c),
+   which follows the kernel's declaration in cl/. */
 static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
                                   const cln_plan *pl, cl_mem part)
 {
-    clnorm_status st = CLNORM_SUCCESS;
-    cl_uint i = 0;
-    cl_ulong xoff = a->x.offset, xld = a->x.ld, yoff = a->y.offset, yld = a->y.ld;
-    cl_ulong roff = a->res.offset, rld = a->res.ld, rows = a->rows, cols = a->cols;
-    cl_ulong slices = pl->slices, slice_len = pl->slice_len;
-    cl_uint team = (cl_uint)pl->team, online = (cl_uint)pl->online;
-    cl_uint has_gamma = a->gamma != NULL;
-    cl_mem gamma = a->gamma ? a->gamma : a->x.mem; /* never read when has_gamma is 0 */
-    float eps = a->eps;
-    cl_uint update = a->update;
-    /* The three-pass split's last stage scales weights its second stage stored, in the
-       builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
-    cl_uint weighted = pl->op == CLN_OP_SOFTMAX_THREE_PASS;
-    if (kid == CLN_K_SPLIT_STATS_FINAL) {
-        /* The only kernel that does not start with x: it reads the partials. */
-        CLN_ARG(part); CLN_ARG(slices); CLN_ARG(a->row_max); CLN_ARG(a->row_sum);
-    } else {
-        CLN_ARG(a->x.mem); CLN_ARG(xoff); CLN_ARG(xld);
+    const cln_kernel_info *info = &cln_kernel_table[kid];
+    for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {
+        const cln_arg kind = info->args[i];
+        cl_mem mem = NULL;
+        cl_ulong ul = 0;
+        cl_uint ui = 0;
+        float f = 0.0f;
+        switch (kind) {
+        case CLN_A_X: mem = a->x.mem; break;
+        case CLN_A_X_OFF: ul = a->x.offset; break;
+        case CLN_A_X_LD: ul = a->x.ld; break;
+        case CLN_A_Y: mem = a->y.mem; break;
+        case CLN_A_Y_OFF: ul = a->y.offset; break;
+        case CLN_A_Y_LD: ul = a->y.ld; break;
+        case CLN_A_RES: mem = a->res.mem; break;
+        case CLN_A_RES_OFF: ul = a->res.offset; break;
+        case CLN_A_RES_LD: ul = a->res.ld; break;
+        case CLN_A_UPDATE: ui = a->update; break;
+        /* Never read when has_gamma is 0, but a buffer must be passed. */
+        case CLN_A_GAMMA: mem = a->gamma ? a->gamma : a->x.mem; break;
+        case CLN_A_HAS_GAMMA: ui = a->gamma != NULL; break;
+        case CLN_A_ROW_MAX: mem = a->row_max; break;
+        case CLN_A_ROW_SUM: mem = a->row_sum; break;
+        case CLN_A_ROWS: ul = a->rows; break;
+        case CLN_A_COLS: ul = a->cols; break;
+        case CLN_A_EPS: f = a->eps; break;
+        case CLN_A_TEAM: ui = (cl_uint)pl->team; break;
+        case CLN_A_ONLINE: ui = (cl_uint)pl->online; break;
+        case CLN_A_SLICES: ul = pl->slices; break;
+        case CLN_A_SLICE_LEN: ul = pl->slice_len; break;
+        case CLN_A_PART:
+        case CLN_A_MAXIMA: mem = part; break;
+        /* The three-pass split's last stage scales weights its second stage stored, in
+           the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
+        case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
+        case CLN_A_SCRATCH:
+        case CLN_A_END:
+        case CLN_A_COUNT: break;
+        }
+        size_t size = 0;
+        const void *value = NULL;
+        switch (cln_arg_descs[kind].type) {
+        case CLN_T_GLOBAL: size = sizeof mem; value = &mem; break;
+        case CLN_T_ULONG: size = sizeof ul; value = &ul; break;
+        case CLN_T_UINT: size = sizeof ui; value = &ui; break;
+        case CLN_T_FLOAT: size = sizeof f; value = &f; break;
+        case CLN_T_LOCAL: size = pl->local_bytes; break;
+        }
+        cl_int err = clSetKernelArg(k, i, size, value);
+        if (err != CL_SUCCESS)
+            return cln_cl_fail(err, "clSetKernelArg(%s, %s)", info->name,
+                               cln_arg_descs[kind].name);
     }
-    switch (kid) {
-    case CLN_K_ADD_RMSNORM:
-    case CLN_K_ADD_RMSNORM_REG:
-    case CLN_K_ADD_RMSNORM_WORDS:
-    case CLN_K_ADD_RMSNORM_WORDS_HALF:
-        CLN_ARG(a->res.mem); CLN_ARG(roff); CLN_ARG(rld); CLN_ARG(update);
-        /* fall through */
-    case CLN_K_RMSNORM:
-    case CLN_K_RMSNORM_REG:
-    case CLN_K_RMSNORM_WORDS:
-    case CLN_K_RMSNORM_WORDS_HALF:
-        CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
-        CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(team);
-        break;
-    case CLN_K_SOFTMAX_THREE_PASS:
-    case CLN_K_SOFTMAX_ONLINE:
-    case CLN_K_SOFTMAX_REG:
-    case CLN_K_SOFTMAX_WORDS:
-    case CLN_K_SOFTMAX_WORDS_HALF:
-        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(rows); CLN_ARG(cols);
-        if (kid != CLN_K_SOFTMAX_THREE_PASS && kid != CLN_K_SOFTMAX_ONLINE) CLN_ARG(online);
-        CLN_ARG(team);
-        break;
-    case CLN_K_SOFTMAX_STATS:
-        CLN_ARG(a->row_max); CLN_ARG(a->row_sum); CLN_ARG(rows); CLN_ARG(cols); CLN_ARG(team);
-        break;
-    case CLN_K_SPLIT_SUM_SQUARES:
-    case CLN_K_SPLIT_STATS:
-        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
-        break;
-    case CLN_K_SPLIT_MAX:
-        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
-        break;
-    case CLN_K_SPLIT_SUM_EXP:
-        /* The maxima live in the partials buffer too (cl/softmax.cl). */
-        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
-        CLN_ARG(cols); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(part);
-        break;
-    case CLN_K_SPLIT_RMSNORM:
-        CLN_ARG(gamma); CLN_ARG(has_gamma); CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld);
-        CLN_ARG(cols); CLN_ARG(eps); CLN_ARG(slices); CLN_ARG(slice_len); CLN_ARG(part);
-        break;
-    case CLN_K_SPLIT_SOFTMAX:
-        CLN_ARG(a->y.mem); CLN_ARG(yoff); CLN_ARG(yld); CLN_ARG(cols); CLN_ARG(slices);
-        CLN_ARG(slice_len); CLN_ARG(part); CLN_ARG(weighted);
-        break;
-    case CLN_K_SPLIT_STATS_FINAL:
-    case CLN_K_COUNT:
-        break;
-    }
-    CLN_CHECK_CL(clSetKernelArg(k, i, pl->local_bytes, NULL), "clSetKernelArg(scratch)");
-fail:
-    return st;
+    return CLNORM_SUCCESS;
 }
 
 /* 1 when some view's rows do not all start at a multiple of word elements, which the
@@ -307,7 +288,7 @@ static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_devic
     for (int j = 0; j < n; j++) {
         size_t local = pl.wg, global = pl.groups * pl.wg;
         /* The statistics' last stage runs one work-group per row. */
-        if (kids[j] == CLN_K_SPLIT_STATS_FINAL) global = a->rows * pl.wg;
+        if (cln_kernel_table[kids[j]].group_per_row) global = a->rows * pl.wg;
         cl_event done = NULL;
         /* Stages follow one another by the queue's order where it has one, else by
            events. */
@@ -414,7 +395,8 @@ clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype dtype, siz
     if (rows == 0) return cln_noop(queue, num_wait, wait_list, event);
     cln_args a = {.rows = rows, .cols = cols, .x = x, .y = y, .res = residual, .gamma = gamma,
                   .eps = eps, .update = update_residual != 0};
-    return cln_enqueue_op(queue, ctx, dev, CLN_OP_ADD_RMSNORM, dtype, &a, num_wait, wait_list, event);
+    return cln_enqueue_op(queue, ctx, dev, CLN_OP_ADD_RMSNORM, dtype, &a, num_wait, wait_list,
+                          event);
 }
 
 clnorm_status clnorm_softmax(cl_command_queue queue, clnorm_dtype dtype, size_t rows,

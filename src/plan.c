@@ -2,6 +2,7 @@
    for one call. cln_plan_make is a pure function of its arguments so tests can call
    it with the profile of any device, real or not. */
 #include "internal.h"
+#include "kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,19 +34,6 @@ const char *cln_variant_name(cln_variant v)
     case CLN_VAR_WORDS: return "words";
     }
     return "?";
-}
-
-const char *cln_kernel_name(cln_kernel_id k)
-{
-    static const char *const names[CLN_K_COUNT] = {
-        "clnorm_rmsnorm", "clnorm_rmsnorm_reg", "clnorm_add_rmsnorm",
-        "clnorm_add_rmsnorm_reg", "clnorm_split_sum_squares", "clnorm_split_rmsnorm",
-        "clnorm_softmax_three_pass", "clnorm_softmax_online", "clnorm_softmax_reg",
-        "clnorm_softmax_stats", "clnorm_split_stats", "clnorm_split_softmax",
-        "clnorm_split_stats_final", "clnorm_split_max", "clnorm_split_sum_exp",
-        "clnorm_softmax_words", "clnorm_rmsnorm_words", "clnorm_add_rmsnorm_words",
-        "clnorm_rmsnorm_words_half", "clnorm_add_rmsnorm_words_half", "clnorm_softmax_words_half"};
-    return (unsigned)k < CLN_K_COUNT ? names[k] : "?";
 }
 
 void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
@@ -93,42 +81,12 @@ static size_t cln_local_floats(cln_op op, cln_variant v)
     return op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS ? 2 : 1;
 }
 
+/* The plan's kernels, stage by stage, from the table (src/kernels.c). */
 static void cln_kernels(cln_plan *pl)
 {
-    pl->k2 = pl->k3 = CLN_K_COUNT;
-    switch (pl->op) {
-    case CLN_OP_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_RMSNORM_WORDS_HALF : CLN_K_RMSNORM_WORDS)
-                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_RMSNORM_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_SUM_SQUARES : CLN_K_RMSNORM;
-        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_RMSNORM;
-        break;
-    case CLN_OP_ADD_RMSNORM:
-        pl->k1 = pl->variant == CLN_VAR_WORDS
-                     ? (pl->pair_half ? CLN_K_ADD_RMSNORM_WORDS_HALF : CLN_K_ADD_RMSNORM_WORDS)
-                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_ADD_RMSNORM_REG : CLN_K_ADD_RMSNORM;
-        break;
-    case CLN_OP_SOFTMAX_THREE_PASS:
-        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS)
-                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_SOFTMAX_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_MAX : CLN_K_SOFTMAX_THREE_PASS;
-        if (pl->variant == CLN_VAR_SPLIT) {
-            pl->k2 = CLN_K_SPLIT_SUM_EXP;
-            pl->k3 = CLN_K_SPLIT_SOFTMAX;
-        }
-        break;
-    case CLN_OP_SOFTMAX_ONLINE:
-    case CLN_OP_SOFTMAX_AUTO:
-        pl->k1 = pl->variant == CLN_VAR_WORDS ? (pl->pair_half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS)
-                 : pl->variant == CLN_VAR_REGISTERS ? CLN_K_SOFTMAX_REG
-                 : pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SOFTMAX_ONLINE;
-        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_SOFTMAX;
-        break;
-    case CLN_OP_STATS:
-        pl->k1 = pl->variant == CLN_VAR_SPLIT ? CLN_K_SPLIT_STATS : CLN_K_SOFTMAX_STATS;
-        if (pl->variant == CLN_VAR_SPLIT) pl->k2 = CLN_K_SPLIT_STATS_FINAL;
-        break;
-    }
+    pl->k1 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 1);
+    pl->k2 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 2);
+    pl->k3 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 3);
 }
 
 /* Elements per work-item the register form of op holds (see cl/). RMSNorm's plain
@@ -377,7 +335,8 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
         return CLNORM_UNSUPPORTED;
     }
     /* A forced shape whose row does not fit the registers streams instead. */
-    if ((var == CLN_VAR_REGISTERS || var == CLN_VAR_WORDS) && team * reg_k < cols) var = CLN_VAR_STREAM;
+    if ((var == CLN_VAR_REGISTERS || var == CLN_VAR_WORDS) && team * reg_k < cols)
+        var = CLN_VAR_STREAM;
 
     out->variant = var;
     out->pair_half = var == CLN_VAR_WORDS && pair_half;

@@ -45,6 +45,7 @@
     TEST_CASE(lowp_special, device)                         \
     TEST_CASE(variants, device)                             \
     TEST_CASE(split_scratch, device)                        \
+    TEST_CASE(kernel_args, device)                          \
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(merge, unit)                                  \
@@ -52,7 +53,8 @@
     TEST_CASE(version, unit)                                \
     TEST_CASE(plan, unit)                                   \
     TEST_CASE(build_options, unit)                          \
-    TEST_CASE(pocl_pin, unit)
+    TEST_CASE(pocl_pin, unit)                               \
+    TEST_CASE(kernel_table, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

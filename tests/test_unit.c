@@ -416,14 +416,18 @@ void test_plan(void)
             for (size_t c = 0; c < COUNT_OF(pc); c++) {
                 cln_limits f = no_limits();
                 f.no_pairs = pc[c].no_pairs;
-                if (pc[c].force) f.force_variant = pc[c].force == 1 ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
+                if (pc[c].force)
+                    f.force_variant = pc[c].force == 1 ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096,
                            pc[c].cols);
                 cln_kernel_id want_k = pc[c].want != CLN_VAR_WORDS ? CLN_K_SOFTMAX_REG
-                                       : pc[c].half ? CLN_K_SOFTMAX_WORDS_HALF : CLN_K_SOFTMAX_WORDS;
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl, why),
+                                       : pc[c].half ? CLN_K_SOFTMAX_WORDS_HALF
+                                                    : CLN_K_SOFTMAX_WORDS;
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols,
+                                  &pl, why),
                              CLNORM_SUCCESS) &&
-                    plan_ok(p, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl, label))
+                    plan_ok(p, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl,
+                            label))
                     CHECK(pl.variant == pc[c].want && pl.team == pc[c].team && pl.k1 == want_k,
                           "%s, no_pairs %d: %s team %zu kernel %s, expected %s team %zu kernel %s",
                           label, pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
@@ -439,8 +443,8 @@ void test_plan(void)
                 f.pair_word = 4;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096,
                            wc[c].cols);
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096, wc[c].cols, &pl,
-                                  why), CLNORM_SUCCESS))
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096, wc[c].cols,
+                                  &pl, why), CLNORM_SUCCESS))
                     CHECK(pl.variant == wc[c].want, "%s, words of 4: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(wc[c].want));
             }
@@ -476,10 +480,10 @@ void test_plan(void)
             };
             for (size_t c = 0; c < COUNT_OF(lc); c++) {
                 cln_limits f = no_limits();
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt, lc[c].rows,
-                           lc[c].cols);
-                if (!CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt, lc[c].rows, lc[c].cols,
-                                   &pl, why), CLNORM_SUCCESS))
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt,
+                           lc[c].rows, lc[c].cols);
+                if (!CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, lc[c].dt, lc[c].rows,
+                                   lc[c].cols, &pl, why), CLNORM_SUCCESS))
                     continue;
                 size_t want_rpw = lc[c].rpw;
                 /* Fewer rows a group where the rows do not give every core 4 groups. */

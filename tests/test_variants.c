@@ -44,7 +44,8 @@ static cln_op plan_op(top op)
 static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows, size_t word)
 {
     if (forced == CLN_VAR_WORDS && (cols % word || odd_rows)) forced = CLN_VAR_REGISTERS;
-    if ((forced == CLN_VAR_REGISTERS || forced == CLN_VAR_WORDS) && op == OP_STATS) return CLN_VAR_STREAM;
+    if ((forced == CLN_VAR_REGISTERS || forced == CLN_VAR_WORDS) && op == OP_STATS)
+        return CLN_VAR_STREAM;
     return forced;
 }
 
@@ -70,8 +71,8 @@ void test_variants(void)
     /* The last form is the paired one again with a team that holds the row only in all
        its slots: the full paired kernels, where the first pass takes the half ones
        for 16-bit softmax and for RMSNorm. */
-    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REGISTERS, CLN_VAR_WORDS, CLN_VAR_SPLIT,
-                                        CLN_VAR_WORDS};
+    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REGISTERS, CLN_VAR_WORDS,
+                                        CLN_VAR_SPLIT, CLN_VAR_WORDS};
     /* Up to 1024 columns: one work-group size (64), since PoCL compiles every
        kernel anew for each size it meets. */
     static const size_t cols_list[] = {2, 34, 1000, 1001};
@@ -134,7 +135,8 @@ void test_variants(void)
     NOTE("%zu calls checked; planned stream %zu, reg %zu, words %zu, split %zu", calls,
          planned[CLN_VAR_STREAM], planned[CLN_VAR_REGISTERS], planned[CLN_VAR_WORDS],
          planned[CLN_VAR_SPLIT]);
-    CHECK(planned[CLN_VAR_WORDS] > 0 && planned[CLN_VAR_REGISTERS] > 0 && planned[CLN_VAR_SPLIT] > 0,
+    CHECK(planned[CLN_VAR_WORDS] > 0 && planned[CLN_VAR_REGISTERS] > 0 &&
+              planned[CLN_VAR_SPLIT] > 0,
           "some kernel form never ran");
     CHECK(half16 > 0 && full16 > 0, "16-bit softmax ran the half paired kernel %zu times and "
           "the full one %zu times", half16, full16);

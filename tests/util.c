@@ -156,8 +156,8 @@ void plan_pair(size_t cols)
 {
     static const char *words[] = {"2", "4"};
     size_t team = pow2_ceil((cols + 15) / 16);
-    if (team > 64) plan_set("pair", 0, 0, 0);
-    else plan_set("pair", 64, team, 0);
+    if (team > 64) plan_set("words", 0, 0, 0);
+    else plan_set("words", 64, team, 0);
     t_setenv("CLNORM_PAIR_WORD", PICK(&R, words));
 }
 

@@ -1,0 +1,80 @@
+/* The table of kernels: for each kernel of cl/, its OpenCL name, the operations,
+   variant and stage that run it, and its arguments in the order of its declaration.
+   The plan picks its kernels here (cln_kernel_find), ops.c sets their arguments by
+   walking the list, and the kernel_table test checks the table against cl/. */
+#ifndef CLNORM_KERNELS_H
+#define CLNORM_KERNELS_H
+
+#include "internal.h"
+
+/* What an argument holds. Each kind has one OpenCL type and one parameter name,
+   which every kernel that takes it uses. */
+typedef enum cln_arg {
+    CLN_A_END = 0,      /* ends a list */
+    CLN_A_X,            /* the input view: buffer, then offset and leading dimension */
+    CLN_A_X_OFF,        /* (offsets and leading dimensions count elements) */
+    CLN_A_X_LD,
+    CLN_A_Y,            /* the output view */
+    CLN_A_Y_OFF,
+    CLN_A_Y_LD,
+    CLN_A_RES,          /* the fused add's residual view */
+    CLN_A_RES_OFF,
+    CLN_A_RES_LD,
+    CLN_A_UPDATE,       /* 1: the fused add stores x + residual over the residual */
+    CLN_A_GAMMA,        /* the weights, or x's buffer where there are none (unread) */
+    CLN_A_HAS_GAMMA,
+    CLN_A_ROW_MAX,      /* the statistics' outputs */
+    CLN_A_ROW_SUM,
+    CLN_A_ROWS,
+    CLN_A_COLS,
+    CLN_A_EPS,
+    CLN_A_TEAM,         /* work-items per row */
+    CLN_A_ONLINE,       /* register softmax: online (1) or three-pass (0) */
+    CLN_A_SLICES,       /* split: work-groups per row */
+    CLN_A_SLICE_LEN,    /* split: columns per work-group */
+    CLN_A_PART,         /* split: the partials buffer, four floats per work-group */
+    CLN_A_MAXIMA,       /* the same buffer, read for the slice maxima it holds */
+    CLN_A_WEIGHTED,     /* split softmax: scale the weights an earlier stage stored */
+    CLN_A_SCRATCH,      /* __local scratch of the plan's local_bytes */
+    CLN_A_COUNT
+} cln_arg;
+
+/* The OpenCL type of an argument, as clSetKernelArg takes it. */
+typedef enum cln_arg_type {
+    CLN_T_GLOBAL, /* __global pointer: a cl_mem */
+    CLN_T_ULONG,
+    CLN_T_UINT,
+    CLN_T_FLOAT,
+    CLN_T_LOCAL   /* __local pointer: a size, no value */
+} cln_arg_type;
+
+typedef struct cln_arg_desc {
+    const char *name; /* the parameter's name in cl/ */
+    cln_arg_type type;
+} cln_arg_desc;
+/* Indexed by cln_arg. */
+CLN_HIDDEN extern const cln_arg_desc cln_arg_descs[CLN_A_COUNT];
+
+/* Most arguments of any kernel, and room for the list's end. */
+#define CLN_KERNEL_ARGS_MAX 18
+
+typedef struct cln_kernel_info {
+    cln_kernel_id id;
+    const char *name;       /* OpenCL name; CLN_ONLY_<name> compiles it alone */
+    cln_variant variant;
+    int words_half;         /* the words variant's form with half the slots */
+    /* The stage (1, 2 or 3) at which each operation runs the kernel, 0 where it does
+       not. Softmax AUTO is resolved by the plan before kernels are chosen. */
+    unsigned char stage[CLN_OP_COUNT];
+    int group_per_row;      /* launched as one work-group per row, not the plan's groups */
+    cln_arg args[CLN_KERNEL_ARGS_MAX]; /* in declaration order, ending at CLN_A_END */
+} cln_kernel_info;
+
+/* Indexed by cln_kernel_id. */
+CLN_HIDDEN extern const cln_kernel_info cln_kernel_table[CLN_K_COUNT];
+
+/* The kernel that runs stage `stage` of op in variant v (words_half: the half-slot
+   form, for the words variant), or CLN_K_COUNT where there is none. Pure. */
+CLN_HIDDEN cln_kernel_id cln_kernel_find(cln_op op, cln_variant v, int words_half, int stage);
+
+#endif
