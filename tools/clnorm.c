@@ -1,12 +1,7 @@
 /* `clnorm`: the command-line face of the library. This file holds the dispatch
    table, the top-level help and the small helpers every subcommand shares. */
-#define _GNU_SOURCE /* sched_getaffinity */
 #include "tool.h"
-
-#ifdef __linux__
-#include <sched.h>
-#include <unistd.h>
-#endif
+#include "pin.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,32 +41,15 @@ static void usage(FILE *f)
             "CLNORM_REDUCTION (auto|subgroup|local), CLNORM_KERNEL_DIR, CLNORM_CACHE_DIR.\n");
 }
 
-/* 1 when this process set POCL_AFFINITY=1 itself (pin_pocl_workers). */
+/* 1 when this process set POCL_AFFINITY=1 itself (pin.c). */
 static int pocl_pinned;
-
-/* Pins PoCL's worker threads (src/env.c says why and what was measured) unless the
-   user chose, before the first OpenCL call loads PoCL and reads POCL_AFFINITY. */
-static void pin_pocl_workers(void)
-{
-#ifdef __linux__
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    size_t prefix = 0;
-    if (online > 0 && sched_getaffinity(0, sizeof set, &set) == 0)
-        while ((long)prefix < online && prefix < CPU_SETSIZE && CPU_ISSET(prefix, &set))
-            prefix++;
-    if (cln_pocl_pin_wanted(getenv("POCL_AFFINITY"), online > 0 ? (size_t)online : 0, prefix) &&
-        setenv("POCL_AFFINITY", "1", 0) == 0)
-        pocl_pinned = 1;
-#endif
-}
 
 const char *tool_pocl_note(cl_command_queue q)
 {
     cl_device_id dev = NULL;
-    const cln_profile *prof = NULL;
+    clnorm_device_info info;
     if (clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
-        cln_profile_get(dev, &prof) != CLNORM_SUCCESS || prof->pocl_major == 0)
+        clnorm_device_describe(dev, 1, &info) != CLNORM_SUCCESS || info.pocl_major == 0)
         return NULL;
     static char note[160];
     const char *v = getenv("POCL_AFFINITY");
@@ -97,7 +75,8 @@ int main(int argc, char **argv)
 {
     /* Line-buffered even into a pipe, so results and stderr messages keep order. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    pin_pocl_workers();
+    /* Before the first OpenCL call loads PoCL and reads POCL_AFFINITY. */
+    pocl_pinned = tool_pin_pocl_workers();
     if (argc < 2) {
         usage(stderr);
         return TOOL_USAGE;
@@ -224,4 +203,86 @@ double tool_median(double *v, size_t n)
     if (n == 0) return 0;
     qsort(v, n, sizeof *v, tool_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+const char *tool_op_name(clnorm_op op)
+{
+    switch (op) {
+    case CLNORM_OP_RMSNORM: return "rmsnorm";
+    case CLNORM_OP_SOFTMAX_THREE_PASS: return "softmax-3pass";
+    case CLNORM_OP_SOFTMAX_ONLINE: return "softmax-online";
+    case CLNORM_OP_SOFTMAX_STATS: return "softmax-stats";
+    case CLNORM_OP_ADD_RMSNORM: return "add-rmsnorm";
+    case CLNORM_OP_SOFTMAX_AUTO: return "softmax-auto";
+    }
+    return "?";
+}
+
+const char *tool_variant_name(clnorm_variant v)
+{
+    switch (v) {
+    case CLNORM_VARIANT_AUTO: break;
+    case CLNORM_VARIANT_STREAM: return "stream";
+    case CLNORM_VARIANT_REGISTERS: return "reg";
+    case CLNORM_VARIANT_SPLIT: return "split";
+    case CLNORM_VARIANT_WORDS: return "words";
+    }
+    return "?";
+}
+
+const char *tool_reduction_name(clnorm_reduction r)
+{
+    switch (r) {
+    case CLNORM_REDUCTION_AUTO: break;
+    case CLNORM_REDUCTION_LOCAL: return "local";
+    case CLNORM_REDUCTION_SUBGROUP: return "subgroup";
+    case CLNORM_REDUCTION_NV_SHUFFLE: return "nv-shuffle";
+    }
+    return "?";
+}
+
+void tool_plan_describe(const clnorm_plan_info *pl, char *buf, size_t len)
+{
+    const char *k = pl->kernels[0];
+    size_t n = k ? strlen(k) : 0;
+    /* The words kernels with half the slots per work-item end in "_half". */
+    int half = n > 5 && !strcmp(k + n - 5, "_half");
+    if (pl->variant == CLNORM_VARIANT_SPLIT)
+        snprintf(buf, len, "split/%s wg %zu, %zu slices of %zu",
+                 tool_reduction_name(pl->reduction), pl->work_group, pl->split, pl->split_cols);
+    else
+        snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
+                 tool_variant_name(pl->variant), half ? "-half" : "",
+                 tool_reduction_name(pl->reduction), pl->work_group, pl->rows_per_group,
+                 pl->groups);
+}
+
+const char *tool_cl_error_name(cl_int err)
+{
+    switch (err) {
+#define E(x) case x: return #x;
+    E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
+    E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY) E(CL_PROFILING_INFO_NOT_AVAILABLE)
+    E(CL_MEM_COPY_OVERLAP) E(CL_IMAGE_FORMAT_MISMATCH) E(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+    E(CL_BUILD_PROGRAM_FAILURE) E(CL_MAP_FAILURE) E(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+    E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) E(CL_COMPILE_PROGRAM_FAILURE)
+    E(CL_LINKER_NOT_AVAILABLE) E(CL_LINK_PROGRAM_FAILURE) E(CL_DEVICE_PARTITION_FAILED)
+    E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE_TYPE)
+    E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+    E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR)
+    E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+    E(CL_INVALID_IMAGE_SIZE) E(CL_INVALID_SAMPLER) E(CL_INVALID_BINARY)
+    E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM) E(CL_INVALID_PROGRAM_EXECUTABLE)
+    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL_DEFINITION) E(CL_INVALID_KERNEL)
+    E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+    E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
+    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_GL_OBJECT)
+    E(CL_INVALID_BUFFER_SIZE) E(CL_INVALID_MIP_LEVEL) E(CL_INVALID_GLOBAL_WORK_SIZE)
+    E(CL_INVALID_PROPERTY) E(CL_INVALID_IMAGE_DESCRIPTOR) E(CL_INVALID_COMPILER_OPTIONS)
+    E(CL_INVALID_LINKER_OPTIONS) E(CL_INVALID_DEVICE_PARTITION_COUNT)
+#undef E
+    default: return "CL_UNKNOWN_ERROR";
+    }
 }

@@ -273,12 +273,12 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     if (!ok && st == CLNORM_SUCCESS) fprintf(stderr, "%s %zux%zu: buffer allocation failed\n",
                                              sh->op, sh->rows, sh->cols);
     /* Describe the plan that ran (after the tuning table and the kernels' limits). */
-    cln_plan pl;
+    clnorm_plan_info pl;
     res->plan[0] = '\0';
-    if (ok && cln_last_plan(&pl)) {
+    if (ok && clnorm_last_plan(&pl)) {
         char d[120];
-        cln_plan_describe(&pl, d, sizeof d);
-        snprintf(res->plan, sizeof res->plan, "%s %s", cln_op_name(pl.op), d);
+        tool_plan_describe(&pl, d, sizeof d);
+        snprintf(res->plan, sizeof res->plan, "%s %s", tool_op_name(pl.op), d);
     }
     for (int i = 0; i < nin; i++)
         if (x[i]) clReleaseMemObject(x[i]);
@@ -390,7 +390,7 @@ static void write_results(const bench_cfg *c, const char *device, const char *no
         for (int i = 0; i < n; i++)
             fprintf(fj, "  {\"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
                     "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f, \"copy_size_gbps\": %.2f}%s\n",
-                    rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
+                    rs[i].op, clnorm_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
                     rs[i].ms, rs[i].gbps, rs[i].copy_gbps, i + 1 < n ? "," : "");
         fprintf(fj, "]}\n");
         if (fj != stdout) fclose(fj);
@@ -399,7 +399,7 @@ static void write_results(const bench_cfg *c, const char *device, const char *no
         fprintf(fc, "impl,device,op,dtype,rows,cols,plan,ms,gbps,copy_gbps,copy_size_gbps\n");
         for (int i = 0; i < n; i++)
             fprintf(fc, "%s,\"%s\",%s,%s,%zu,%zu,\"%s\",%.5f,%.2f,%.2f,%.2f\n", c->impl, device,
-                    rs[i].op, cln_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
+                    rs[i].op, clnorm_dtype_name(rs[i].dtype), rs[i].rows, rs[i].cols, rs[i].plan,
                     rs[i].ms, rs[i].gbps, copy, rs[i].copy_gbps);
         if (fc != stdout) fclose(fc);
     }
@@ -506,7 +506,7 @@ int cmd_bench(int argc, char **argv)
                 sh.op = "add_rmsnorm";
             else if (c.only_op && strcmp(c.only_op, sh.op)) continue;
             fprintf(stderr, "\r[%d/%d] %s %s %zux%zu ...        ", ++done, total, sh.op,
-                    cln_dtype_name(c.dtype), sh.rows, sh.cols);
+                    clnorm_dtype_name(c.dtype), sh.rows, sh.cols);
             result *r = &rs[n];
             memset(r, 0, sizeof *r);
             r->op = sh.op;
@@ -519,7 +519,7 @@ int cmd_bench(int argc, char **argv)
             fprintf(stderr, "\r%60s\r", "");
             char shape_s[40];
             snprintf(shape_s, sizeof shape_s, "%zux%zu", sh.rows, sh.cols);
-            printf("%-12s %-5s %15s  %-52s %10.4f %9.1f", r->op, cln_dtype_name(c.dtype), shape_s,
+            printf("%-12s %-5s %15s  %-52s %10.4f %9.1f", r->op, clnorm_dtype_name(c.dtype), shape_s,
                    r->plan, r->ms, r->gbps);
             if (!host && copy > 0) printf(" %6.1f%%", 100.0 * r->gbps / copy);
             if (!host && r->copy_gbps > 0) printf(" %8.1f%%", 100.0 * r->gbps / r->copy_gbps);

@@ -25,45 +25,36 @@ static const char devices_usage[] =
 
 static int show_kernels;
 
-/* Each kernel's limits as compiled for p (its fastest path), per dtype. */
-static void print_kernels(const cln_device_ref *r, const cln_profile *p)
+/* Each kernel's limits as the driver reports them for info's device (its fastest
+   path), per dtype. */
+static void print_kernels(const clnorm_device_info *info)
 {
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &r->device, NULL, NULL, &err);
+    cl_context ctx = clCreateContext(NULL, 1, &info->device, NULL, NULL, &err);
     if (!ctx) {
-        printf("      kernels: no context (%s)\n", cln_cl_error_name(err));
+        printf("      kernels: no context (%s)\n", tool_cl_error_name(err));
         return;
     }
     /* f32 and bf16 on the device's path, and f32 on the local-memory path. */
     static const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_BF16, CLNORM_F32};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-        cln_path path = d < 2 ? p->best_path : CLN_PATH_LOCAL;
-        if (d == 2 && path == p->best_path) break;
+        clnorm_reduction path = d < 2 ? info->reduction : CLNORM_REDUCTION_LOCAL;
+        if (d == 2 && path == info->reduction) break;
         printf("      kernels, %s, %s path: max work-group, private bytes, local bytes\n",
-               cln_dtype_name(dts[d]), cln_path_name(path));
-        if (d == 0 && p->kernel_wg_understated)
+               clnorm_dtype_name(dts[d]), tool_reduction_name(path));
+        if (d == 0 && info->kernel_wg_understated)
             printf("      (this driver's kernel limits understate what runs: clnorm plans up "
-                   "to the device's %zu)\n", p->max_wg);
-        for (int k = 0; k < CLN_K_COUNT; k++) {
-            cln_kernel_lease l;
+                   "to the device's %zu)\n", info->max_work_group);
+        for (size_t k = 0; k < clnorm_kernel_count(); k++) {
+            clnorm_kernel_limits lim;
             clnorm_status st =
-                cln_kernel_acquire(ctx, r->device, p, dts[d], path, (cln_kernel_id)k,
-                                   cln_programs_one(p), &l);
+                clnorm_kernel_limits_get(ctx, info->device, dts[d], path, k, &lim);
             if (st) {
-                tool_report(cln_kernel_name((cln_kernel_id)k), st);
+                tool_report(clnorm_kernel_name(k), st);
                 break;
             }
-            size_t wg = 0;
-            cl_ulong priv = 0, loc = 0;
-            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
-                                     &wg, NULL);
-            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv,
-                                     &priv, NULL);
-            clGetKernelWorkGroupInfo(l.kernel, r->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof loc,
-                                     &loc, NULL);
-            printf("        %-32s %6zu %8llu %8llu\n", cln_kernel_name((cln_kernel_id)k), wg,
-                   (unsigned long long)priv, (unsigned long long)loc);
-            cln_kernel_return(&l);
+            printf("        %-32s %6zu %8llu %8llu\n", clnorm_kernel_name(k), lim.work_group,
+                   (unsigned long long)lim.private_mem, (unsigned long long)lim.local_mem);
         }
     }
     clnorm_release_cache(ctx);
@@ -72,28 +63,36 @@ static void print_kernels(const cln_device_ref *r, const cln_profile *p)
 
 /* Shapes that show the plan's range: square, short rows, few long rows. Softmax is
    asked with AUTO, as callers mostly do; the table shows what it resolved to. */
-static const struct { cln_op op; size_t rows, cols; } plan_shapes[] = {
-    {CLN_OP_RMSNORM, 4096, 4096},       {CLN_OP_SOFTMAX_AUTO, 4096, 128},
-    {CLN_OP_SOFTMAX_AUTO, 4096, 4096},  {CLN_OP_SOFTMAX_AUTO, 8, 262144},
-    {CLN_OP_STATS, 8, 262144},
+static const struct { clnorm_op op; size_t rows, cols; } plan_shapes[] = {
+    {CLNORM_OP_RMSNORM, 4096, 4096},       {CLNORM_OP_SOFTMAX_AUTO, 4096, 128},
+    {CLNORM_OP_SOFTMAX_AUTO, 4096, 4096},  {CLNORM_OP_SOFTMAX_AUTO, 8, 262144},
+    {CLNORM_OP_SOFTMAX_STATS, 8, 262144},
 };
 
-static void print_plans(const cln_profile *p, const cln_limits *lim)
+/* The built-in plans under the process configuration (the CLNORM_* environment):
+   hints says to leave the device's tuning table aside. */
+static void print_plans(const clnorm_device_info *info, const clnorm_plan_hints *hints)
 {
     printf("      %-14s %-11s %-14s %-7s %-10s %5s %5s %7s %6s %6s %6s\n", "plan (f32)",
            "rows x cols", "algorithm", "variant", "path", "wg", "team", "rows/wg", "slices",
            "groups", "local");
     char last_why[256] = "";
     for (size_t i = 0; i < sizeof plan_shapes / sizeof plan_shapes[0]; i++) {
-        char shape[32], why[256] = "";
-        cln_plan pl;
-        cln_op op = plan_shapes[i].op;
-        const char *name = op == CLN_OP_SOFTMAX_AUTO ? "softmax" : cln_op_name(op);
+        char shape[32], why[256];
+        clnorm_plan_info pl;
+        clnorm_op op = plan_shapes[i].op;
+        const char *name = op == CLNORM_OP_SOFTMAX_AUTO ? "softmax" : tool_op_name(op);
         snprintf(shape, sizeof shape, "%zux%zu", plan_shapes[i].rows, plan_shapes[i].cols);
-        clnorm_status st = cln_plan_make(p, lim, op, CLNORM_F32, plan_shapes[i].rows,
-                                         plan_shapes[i].cols, &pl, why, sizeof why);
+        clnorm_status st = clnorm_plan_query(info->device, hints, op, CLNORM_F32,
+                                             plan_shapes[i].rows, plan_shapes[i].cols, &pl);
         if (st) {
-            /* A forced setting fails every shape alike: say why once. */
+            /* A forced setting fails every shape alike: say why once, without the
+               message's opening '<op> <shape> <dtype> on "<device>": '. */
+            const char *msg = clnorm_last_error(), *reason;
+            char on[160];
+            snprintf(on, sizeof on, " on \"%s\": ", info->device_name);
+            reason = strstr(msg, on);
+            snprintf(why, sizeof why, "%s", reason ? reason + strlen(on) : msg);
             int again = !strcmp(why, last_why);
             printf("      %-14s %-11s %s: %s\n", name, shape, clnorm_status_string(st),
                    again ? "(as above)" : why);
@@ -101,55 +100,49 @@ static void print_plans(const cln_profile *p, const cln_limits *lim)
             continue;
         }
         printf("      %-14s %-11s %-14s %-7s %-10s %5zu %5zu %7zu %6zu %6zu %6zu\n", name,
-               shape, op == CLN_OP_SOFTMAX_AUTO ? cln_op_name(pl.op) : "-",
-               cln_variant_name(pl.variant), cln_path_name(pl.path), pl.wg, pl.team,
-               pl.rows_per_wg, pl.variant == CLN_VAR_SPLIT ? pl.slices : (size_t)1, pl.groups,
-               pl.local_bytes);
+               shape, op == CLNORM_OP_SOFTMAX_AUTO ? tool_op_name(pl.op) : "-",
+               tool_variant_name(pl.variant), tool_reduction_name(pl.reduction), pl.work_group,
+               pl.items_per_row, pl.rows_per_group, pl.split, pl.groups, pl.local_bytes);
     }
 }
 
-static void print_device(const cln_device_ref *r, int is_default, const cln_limits *lim,
-                         clnorm_status lim_st)
+/* basic: the device's queried facts (clnorm_device_get without probes). */
+static void print_device(size_t index, const clnorm_device_info *basic, int is_default,
+                         const clnorm_plan_hints *hints)
 {
-    const cln_profile *p = NULL;
-    cln_profile basic;
-    /* The full profile compiles probe kernels; if that fails, still show the
+    clnorm_device_info info;
+    /* The full description compiles probe kernels; if that fails, still show the
        queried facts and say why. */
-    clnorm_status st = cln_profile_get(r->device, &p);
+    clnorm_status st = clnorm_device_get(index, 1, &info);
     if (st) {
         tool_report("probing the device", st);
-        if (cln_profile_query(r->device, &basic) != CLNORM_SUCCESS) {
-            printf("  %c %u:%u  (device could not be queried)\n", is_default ? '*' : ' ',
-                   r->pi, r->di);
-            return;
-        }
-        p = &basic;
+        info = *basic;
     }
     char type[64];
-    printf("  %c %u:%u  %s%s\n", is_default ? '*' : ' ', r->pi, r->di, p->device_name,
-           is_default ? "  (default)" : "");
-    printf("      vendor %s, driver %s\n", p->device_vendor, p->driver_version);
+    printf("  %c %u:%u  %s%s\n", is_default ? '*' : ' ', info.platform_index,
+           info.device_index, info.device_name, is_default ? "  (default)" : "");
+    printf("      vendor %s, driver %s\n", info.device_vendor, info.driver_version);
     printf("      type %s, %u compute units, max work-group %zu, local memory %llu KiB, "
            "preferred multiple %zu, vector width %u\n",
-           tool_type_name(p->type, type, sizeof type), p->compute_units, p->max_wg,
-           (unsigned long long)(p->local_mem / 1024), p->pref_multiple, p->vec);
-    if (p->has_subgroups)
-        printf("      sub-groups: yes (cl_khr_subgroups%s%s)\n", *p->subgroup_std ? ", " : "",
-               p->subgroup_std);
+           tool_type_name(info.type, type, sizeof type), info.compute_units,
+           info.max_work_group, (unsigned long long)(info.local_mem / 1024),
+           info.preferred_multiple, info.vector_width);
+    if (info.subgroups)
+        printf("      sub-groups: yes (cl_khr_subgroups)\n");
     else
         printf("      sub-groups: none\n");
-    if (p->nv)
+    if (info.nv_cc_major)
         printf("      NVIDIA: compute capability %u.%u, warp size %u, warp shuffles %s\n",
-               p->nv_cc_major, p->nv_cc_minor, p->warp,
-               p->has_nv_shuffle ? "yes (inline PTX)" : "no");
+               info.nv_cc_major, info.nv_cc_minor, info.warp,
+               info.nv_shuffle ? "yes (inline PTX)" : "no");
     if (st) {
         printf("      reduction path: unknown (probing failed)\n");
         return;
     }
-    printf("      reduction path: %s\n", cln_path_name(p->best_path));
-    if (lim_st) printf("      plans: none, the CLNORM_* environment is invalid (see above)\n");
-    else print_plans(p, lim);
-    if (show_kernels) print_kernels(r, p);
+    printf("      reduction path: %s\n", tool_reduction_name(info.reduction));
+    if (!hints) printf("      plans: none, the CLNORM_* environment is invalid (see above)\n");
+    else print_plans(&info, hints);
+    if (show_kernels) print_kernels(&info);
 }
 
 int cmd_devices(int argc, char **argv)
@@ -175,33 +168,40 @@ int cmd_devices(int argc, char **argv)
         return TOOL_OK;
     }
     if (err) {
-        fprintf(stderr, "clnorm devices: clGetPlatformIDs: %s (%d)\n", cln_cl_error_name(err),
+        fprintf(stderr, "clnorm devices: clGetPlatformIDs: %s (%d)\n", tool_cl_error_name(err),
                 err);
         return TOOL_FAIL;
     }
     cl_platform_id *plats = calloc(np, sizeof *plats);
     size_t nd = 0;
-    clnorm_status st = plats ? cln_device_list(NULL, 0, &nd) : CLNORM_OUT_OF_RESOURCES;
-    cln_device_ref *refs = st ? NULL : calloc(nd ? nd : 1, sizeof *refs);
-    if (!st && !refs) st = CLNORM_OUT_OF_RESOURCES;
-    if (!st) st = cln_device_list(refs, nd, &nd);
+    clnorm_status st = plats ? clnorm_device_count(&nd) : CLNORM_OUT_OF_RESOURCES;
+    /* The platform and device of each index, from the queries alone (no probes). */
+    clnorm_device_info *devs = st ? NULL : calloc(nd ? nd : 1, sizeof *devs);
+    if (!st && !devs) st = CLNORM_OUT_OF_RESOURCES;
+    for (size_t i = 0; !st && i < nd; i++) st = clnorm_device_get(i, 0, &devs[i]);
     if (!st && clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) st = CLNORM_OPENCL_ERROR;
     if (st) {
         tool_report("listing devices", st);
         free(plats);
-        free(refs);
+        free(devs);
         return TOOL_FAIL;
     }
 
     /* The default device: resolved by the library exactly as a NULL spec is. */
-    cln_device_ref def;
-    clnorm_status def_st = cln_device_find(NULL, &def);
+    clnorm_device_info def;
+    clnorm_status def_st = clnorm_device_find(NULL, 0, &def);
     char def_err[512] = "";
     if (def_st) snprintf(def_err, sizeof def_err, "%s", clnorm_last_error());
 
-    cln_limits lim;
-    clnorm_status lim_st = cln_limits_from_env(&lim);
-    if (lim_st) tool_report("CLNORM_* environment", lim_st);
+    /* The plans shown are the built-in ones under the process configuration, which
+       the library read from the environment; an environment it cannot parse is
+       reported here. */
+    clnorm_config env_cfg;
+    clnorm_status env_st = clnorm_config_from_env(&env_cfg);
+    if (env_st) tool_report("CLNORM_* environment", env_st);
+    clnorm_plan_hints hints;
+    clnorm_plan_hints_init(&hints);
+    hints.tuning = 0;
 
     for (cl_uint pi = 0; pi < np; pi++) {
         char name[256] = "", vendor[256] = "", version[256] = "";
@@ -211,9 +211,9 @@ int cmd_devices(int argc, char **argv)
         printf("platform %u: %s (%s), %s\n", pi, name, vendor, version);
         int shown = 0;
         for (size_t i = 0; i < nd; i++) {
-            if (refs[i].platform != plats[pi]) continue;
-            int is_def = !def_st && def.device == refs[i].device;
-            print_device(&refs[i], is_def, &lim, lim_st);
+            if (devs[i].platform != plats[pi]) continue;
+            int is_def = !def_st && def.device == devs[i].device;
+            print_device(i, &devs[i], is_def, env_st ? NULL : &hints);
             shown++;
         }
         if (!shown) {
@@ -222,15 +222,19 @@ int cmd_devices(int argc, char **argv)
             cl_uint n = 0;
             cl_int e = clGetDeviceIDs(plats[pi], CL_DEVICE_TYPE_ALL, 0, NULL, &n);
             if (e == CL_SUCCESS || e == CL_DEVICE_NOT_FOUND) printf("    no devices\n");
-            else printf("    no devices (clGetDeviceIDs: %s (%d))\n", cln_cl_error_name(e), e);
+            else printf("    no devices (clGetDeviceIDs: %s (%d))\n", tool_cl_error_name(e), e);
         }
     }
 
     const char *env = getenv("CLNORM_DEVICE");
     if (def_st) printf("default device: none: %s\n", def_err);
-    else if (env && *env) printf("default device: %u:%u (CLNORM_DEVICE=\"%s\")\n", def.pi, def.di, env);
-    else printf("default device: %u:%u (first GPU, else first device)\n", def.pi, def.di);
+    else if (env && *env)
+        printf("default device: %u:%u (CLNORM_DEVICE=\"%s\")\n", def.platform_index,
+               def.device_index, env);
+    else
+        printf("default device: %u:%u (first GPU, else first device)\n", def.platform_index,
+               def.device_index);
     free(plats);
-    free(refs);
+    free(devs);
     return TOOL_OK;
 }

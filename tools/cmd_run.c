@@ -177,9 +177,9 @@ static const char *const op_names[OP_COUNT] = {"rmsnorm", "softmax_three_pass",
                                                "softmax_online", "softmax_auto",
                                                "softmax_stats"};
 /* The plan each op's call makes (AUTO is resolved by the plan itself). */
-static const cln_op op_plan[OP_COUNT] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS,
-                                         CLN_OP_SOFTMAX_ONLINE, CLN_OP_SOFTMAX_AUTO,
-                                         CLN_OP_STATS};
+static const clnorm_op op_plan[OP_COUNT] = {CLNORM_OP_RMSNORM, CLNORM_OP_SOFTMAX_THREE_PASS,
+                                            CLNORM_OP_SOFTMAX_ONLINE, CLNORM_OP_SOFTMAX_AUTO,
+                                            CLNORM_OP_SOFTMAX_STATS};
 
 typedef struct device_data {
     cl_command_queue q;
@@ -222,7 +222,7 @@ static double op_bytes(const run_cfg *c, int op)
 static int cl_ok(cl_int err, const char *what)
 {
     if (err == CL_SUCCESS) return 1;
-    fprintf(stderr, "clnorm run: %s: %s (%d)\n", what, cln_cl_error_name(err), err);
+    fprintf(stderr, "clnorm run: %s: %s (%d)\n", what, tool_cl_error_name(err), err);
     return 0;
 }
 
@@ -246,30 +246,31 @@ static void check_op(check *k, const host_data *h, const run_cfg *c, int op)
     }
 }
 
-static void plan_text(const cln_plan *pl, char *buf, size_t len)
+static void plan_text(const clnorm_plan_info *pl, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s wg %zu, %zu %s, %zu groups", cln_variant_name(pl->variant),
-             cln_path_name(pl->path), pl->wg,
-             pl->variant == CLN_VAR_SPLIT ? pl->slices : pl->rows_per_wg,
-             pl->variant == CLN_VAR_SPLIT ? "slices/row" : "rows/wg", pl->groups);
+    int split = pl->variant == CLNORM_VARIANT_SPLIT;
+    snprintf(buf, len, "%s/%s wg %zu, %zu %s, %zu groups", tool_variant_name(pl->variant),
+             tool_reduction_name(pl->reduction), pl->work_group,
+             split ? pl->split : pl->rows_per_group, split ? "slices/row" : "rows/wg",
+             pl->groups);
 }
 
 /* Runs, times, reads back and checks one op; prints its line. 1 when it passed. */
 static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
-                  const cln_profile *prof, const cln_limits *lim, double *times)
+                  cl_device_id dev, double *times)
 {
     size_t n = c->rows * c->cols, es = dtype_size(c->dtype);
-    char plan[128], why[256], name[40];
-    cln_plan pl;
-    int planned = prof && cln_plan_make(prof, lim, op_plan[op], c->dtype, c->rows, c->cols, &pl,
-                                        why, sizeof why) == CLNORM_SUCCESS;
+    char plan[128], name[40];
+    clnorm_plan_info pl;
+    int planned = dev && clnorm_plan_query(dev, NULL, op_plan[op], c->dtype, c->rows, c->cols,
+                                           &pl) == CLNORM_SUCCESS;
     if (planned) plan_text(&pl, plan, sizeof plan);
     else /* the call itself will say why */
-        snprintf(plan, sizeof plan, "? (%s)", prof ? "refused, see below" : "no device profile");
+        snprintf(plan, sizeof plan, "? (%s)", dev ? "refused, see below" : "no device profile");
     /* AUTO's resolved algorithm goes with the name: "softmax_auto/3pass". */
     snprintf(name, sizeof name, "%s%s", op_names[op],
              op != OP_SOFTMAX_AUTO || !planned ? ""
-             : pl.op == CLN_OP_SOFTMAX_THREE_PASS ? "/3pass" : "/online");
+             : pl.op == CLNORM_OP_SOFTMAX_THREE_PASS ? "/3pass" : "/online");
     /* The line is printed once the op has run, with the plan that ran (after the
        tuning table and the compiled kernels' limits); errors print it at once. */
 #define RUN_LINE() printf("%-19s %-52s ", name, plan)
@@ -320,8 +321,8 @@ static int run_op(const device_data *dd, const run_cfg *c, host_data *h, int op,
         if (i >= 2) times[i - 2] = t / (double)calls;
     }
     double med = tool_median(times, (size_t)c->repeats);
-    cln_plan ran;
-    if (cln_last_plan(&ran)) plan_text(&ran, plan, sizeof plan);
+    clnorm_plan_info ran;
+    if (clnorm_last_plan(&ran)) plan_text(&ran, plan, sizeof plan);
     RUN_LINE();
 
     if (op == OP_STATS) {
@@ -426,15 +427,14 @@ int cmd_run(int argc, char **argv)
     cl_mem *bufs[] = {&dd.x, &dd.gamma, &dd.y, &dd.smax, &dd.ssum};
     double *times = malloc(c.repeats * sizeof *times);
 
-    /* The plan is shown from the same profile and limits the library uses. */
-    const cln_profile *prof = NULL;
-    cln_limits lim;
-    cl_device_id dev;
+    /* The plan is shown as the library would make it on this device. */
+    cl_device_id dev = NULL;
+    clnorm_device_info info;
     if (clGetCommandQueueInfo(dd.q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
-        cln_profile_get(dev, &prof) != CLNORM_SUCCESS || cln_limits_from_env(&lim) != CLNORM_SUCCESS)
-        prof = NULL;
+        clnorm_device_describe(dev, 1, &info) != CLNORM_SUCCESS)
+        dev = NULL;
 
-    printf("device   %s (%s)\n", clnorm_session_device_name(s), prof ? prof->platform_name : "?");
+    printf("device   %s (%s)\n", clnorm_session_device_name(s), dev ? info.platform_name : "?");
     printf("shape    %zu x %zu %s, seed %llu, warm-up + %zu timed batches, clnorm %s\n", c.rows,
            c.cols, dtype_name(c.dtype), (unsigned long long)c.seed, c.repeats,
            clnorm_version());
@@ -465,7 +465,7 @@ int cmd_run(int argc, char **argv)
     printf("%-19s %-52s %10s %5s %8s %9s %10s  %s\n", "operation",
            "plan (variant/path, work-group, ...)", "ms/call", "batch", "host us", "GB/s", "max rel", "result");
     for (int op = 0; op < OP_COUNT; op++)
-        if (!run_op(&dd, &c, &h, op, prof, &lim, times)) ok = 0;
+        if (!run_op(&dd, &c, &h, op, dev, times)) ok = 0;
 
 done:
     for (size_t i = 0; i < 5; i++)

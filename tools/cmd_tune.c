@@ -1,9 +1,8 @@
 /* `clnorm tune`: times the candidate plans of each operation, dtype and column bucket
-   on one device and stores the fastest in the device's tuning file, which the
-   library then uses (src/tuning.c). Candidates are forced through the environment
-   overrides the library reads at every call (CLNORM_VARIANT, CLNORM_WORK_GROUP,
-   CLNORM_ROW_THREADS, CLNORM_SPLIT, CLNORM_REDUCTION) and timed with profiling
-   events on the session's queue. */
+   on one device and stores the fastest in the device's tuning table, which the
+   library then uses. Candidates are forced through the calling thread's plan hints
+   (clnorm_set_thread_hints) and timed with profiling events on the session's
+   queue. */
 #include "tool.h"
 
 #include <math.h>
@@ -43,47 +42,52 @@ typedef struct tune_bufs {
     clnorm_dtype dtype;
 } tune_bufs;
 
-typedef struct cand { cln_variant variant; cln_path path; size_t wg, team, slices; } cand;
+typedef struct cand {
+    clnorm_variant variant;
+    clnorm_reduction path;
+    size_t wg, team, slices;
+} cand;
 
-static const char *const force_vars[] = {"CLNORM_VARIANT", "CLNORM_WORK_GROUP",
-                                         "CLNORM_ROW_THREADS", "CLNORM_SPLIT",
-                                         "CLNORM_REDUCTION"};
-
-/* Forces candidate c through the environment, or clears it (c NULL): built-in. */
-static void force(const cand *c, const char *reduction)
+/* The hints of candidate c: its variant and sizes, on the local path where c says
+   so and otherwise on the path the process configuration allows. No tuning table:
+   the built-in plans are the baseline. */
+static clnorm_plan_hints cand_hints(const cand *c)
 {
-    char v[32];
-    for (size_t i = 0; i < 4; i++) unsetenv(force_vars[i]);
-    if (reduction) setenv("CLNORM_REDUCTION", reduction, 1);
-    else unsetenv("CLNORM_REDUCTION");
-    if (!c) return;
-    setenv("CLNORM_VARIANT", cln_variant_name(c->variant), 1);
-    snprintf(v, sizeof v, "%zu", c->wg);
-    setenv("CLNORM_WORK_GROUP", v, 1);
-    if (c->variant == CLN_VAR_SPLIT) {
-        snprintf(v, sizeof v, "%zu", c->slices);
-        setenv("CLNORM_SPLIT", v, 1);
-    } else {
-        snprintf(v, sizeof v, "%zu", c->team);
-        setenv("CLNORM_ROW_THREADS", v, 1);
-    }
-    if (c->path == CLN_PATH_LOCAL) setenv("CLNORM_REDUCTION", "local", 1);
+    clnorm_plan_hints h;
+    clnorm_plan_hints_init(&h);
+    h.tuning = 0;
+    h.variant = (int)c->variant;
+    h.work_group = c->wg;
+    if (c->variant == CLNORM_VARIANT_SPLIT) h.split = c->slices;
+    else h.items_per_row = c->team;
+    if (c->path == CLNORM_REDUCTION_LOCAL) h.reduction = CLNORM_REDUCTION_LOCAL;
+    return h;
 }
 
-static clnorm_status enqueue(const tune_bufs *b, cln_op op, cl_uint nw, const cl_event *w,
+/* Forces candidate c for this thread's calls, or the built-in plan (c NULL): the
+   process configuration, whose shape settings cmd_tune has cleared. */
+static void force(const cand *c)
+{
+    clnorm_plan_hints h;
+    if (c) h = cand_hints(c);
+    if (clnorm_set_thread_hints(c ? &h : NULL) != CLNORM_SUCCESS)
+        tool_report("clnorm_set_thread_hints", CLNORM_INVALID_ARGUMENT);
+}
+
+static clnorm_status enqueue(const tune_bufs *b, clnorm_op op, cl_uint nw, const cl_event *w,
                              cl_event *ev)
 {
     clnorm_matrix x = {b->x, 0, 0}, y = {b->y, 0, 0};
     switch (op) {
-    case CLN_OP_RMSNORM:
+    case CLNORM_OP_RMSNORM:
         return clnorm_rmsnorm(b->q, b->dtype, b->rows, b->cols, x, b->gamma, y, 1e-6f, nw, w, ev);
-    case CLN_OP_STATS:
+    case CLNORM_OP_SOFTMAX_STATS:
         return clnorm_softmax_stats(b->q, b->dtype, b->rows, b->cols, x, b->m, b->l, nw, w, ev);
     default:
         return clnorm_softmax(b->q, b->dtype, b->rows, b->cols, x, y,
-                              op == CLN_OP_SOFTMAX_THREE_PASS ? CLNORM_SOFTMAX_THREE_PASS
-                              : op == CLN_OP_SOFTMAX_ONLINE ? CLNORM_SOFTMAX_ONLINE
-                                                            : CLNORM_SOFTMAX_AUTO,
+                              op == CLNORM_OP_SOFTMAX_THREE_PASS ? CLNORM_SOFTMAX_THREE_PASS
+                              : op == CLNORM_OP_SOFTMAX_ONLINE ? CLNORM_SOFTMAX_ONLINE
+                                                               : CLNORM_SOFTMAX_AUTO,
                               nw, w, ev);
     }
 }
@@ -105,7 +109,7 @@ static double now_us(void)
 /* Microseconds per run over k runs enqueued back to back, from the first run's start
    to the last run's end (profiling events); < 0 on error. A split plan's event is
    its second kernel's, so the first run's first kernel is not counted: 1/k of one. */
-static double time_batch(const tune_bufs *b, cln_op op, size_t k)
+static double time_batch(const tune_bufs *b, clnorm_op op, size_t k)
 {
     cl_event first = NULL, last = NULL;
     double us = -1, h0 = now_us();
@@ -133,7 +137,7 @@ static size_t batch_for(double us) { return us <= 0 ? 1 : us >= 2000 ? 1 : us < 
 
 /* Warm-up, then the median of n batches; < 0 when the call fails. *k receives the
    batch length used. */
-static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
+static double time_median(const tune_bufs *b, clnorm_op op, size_t n, size_t *k)
 {
     double t[16];
     if (n > 16) n = 16;
@@ -151,10 +155,10 @@ static double time_median(const tune_bufs *b, cln_op op, size_t n, size_t *k)
 }
 
 /* The output (y, or row max and sum) as floats. */
-static float *read_out(const tune_bufs *b, cln_op op, size_t *n)
+static float *read_out(const tune_bufs *b, clnorm_op op, size_t *n)
 {
     size_t es = b->dtype == CLNORM_F32 ? 4 : 2;
-    int stats = op == CLN_OP_STATS;
+    int stats = op == CLNORM_OP_SOFTMAX_STATS;
     *n = stats ? 2 * b->rows : b->rows * b->cols;
     float *f = malloc(*n * sizeof *f);
     void *raw = malloc(stats ? 1 : *n * es);
@@ -173,7 +177,7 @@ static float *read_out(const tune_bufs *b, cln_op op, size_t *n)
 
 /* Same result as the built-in plan, within a few roundings of the storage type?
    *worst receives the largest relative difference. */
-static int same_result(const tune_bufs *b, cln_op op, const float *ref, size_t n, double *worst)
+static int same_result(const tune_bufs *b, clnorm_op op, const float *ref, size_t n, double *worst)
 {
     size_t m;
     float *got = read_out(b, op, &m);
@@ -189,47 +193,59 @@ static int same_result(const tune_bufs *b, cln_op op, const float *ref, size_t n
     return w <= tol;
 }
 
-static int has_reg(cln_op op) { return op != CLN_OP_STATS; }
-static int has_split(cln_op op) { return op == CLN_OP_RMSNORM || op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS; }
+static int has_reg(clnorm_op op) { return op != CLNORM_OP_SOFTMAX_STATS; }
+static int has_split(clnorm_op op)
+{
+    return op == CLNORM_OP_RMSNORM || op == CLNORM_OP_SOFTMAX_ONLINE ||
+           op == CLNORM_OP_SOFTMAX_STATS;
+}
 
-/* Candidates whose plans differ, as the plan function resolves them. */
-static size_t candidates(const cln_profile *p, cln_op op, clnorm_dtype dt, size_t rows,
-                         size_t cols, int quick, int only_local, cand *out, size_t cap)
+/* Elements per work-item of the register variant (CLN_REG_K in the kernels): a
+   float32 words plan holds as many, a 16-bit one twice as many. 0 if unknown. */
+static size_t reg_elems(cl_device_id dev)
+{
+    clnorm_plan_hints h;
+    clnorm_plan_info pl;
+    clnorm_plan_hints_init(&h);
+    h.variant = CLNORM_VARIANT_REGISTERS;
+    h.tuning = 0;
+    if (clnorm_plan_query(dev, &h, CLNORM_OP_SOFTMAX_THREE_PASS, CLNORM_F32, 1, 1, &pl))
+        return 0;
+    return pl.elems_per_item;
+}
+
+/* Candidates whose plans differ, as the library resolves them. */
+static size_t candidates(const clnorm_device_info *p, size_t reg_k, clnorm_op op,
+                         clnorm_dtype dt, size_t rows, size_t cols, int quick, int only_local,
+                         cand *out, size_t cap)
 {
     const int cpu = (p->type & CL_DEVICE_TYPE_CPU) != 0;
-    size_t maxwg = p->max_wg < 1024 ? p->max_wg : 1024, n = 0;
-    cln_path paths[2] = {CLN_PATH_LOCAL, p->best_path};
-    for (int pi = 0; pi < (p->best_path == CLN_PATH_LOCAL || only_local ? 1 : 2); pi++)
+    size_t maxwg = p->max_work_group < 1024 ? p->max_work_group : 1024, n = 0;
+    clnorm_reduction paths[2] = {CLNORM_REDUCTION_LOCAL, p->reduction};
+    for (int pi = 0; pi < (p->reduction == CLNORM_REDUCTION_LOCAL || only_local ? 1 : 2); pi++)
         for (size_t wg = cpu ? 8 : 32; wg <= maxwg; wg *= quick ? 4 : 2) {
             cand c[96];
             size_t k = 0;
             for (size_t team = wg; team >= 1 && wg / team <= 64; team /= quick ? 4 : 2) {
                 if (team > 1 && team / 2 >= cols) continue; /* more work-items than columns */
-                c[k++] = (cand){CLN_VAR_STREAM, paths[pi], wg, team, 0};
-                if (has_reg(op) && team * CLN_REG_K >= cols)
-                    c[k++] = (cand){CLN_VAR_REGISTERS, paths[pi], wg, team, 0};
-                /* Paired words (16-bit rows hold twice the elements per work-item). */
-                if (has_reg(op) && team * CLN_REG_K * (dt == CLNORM_F32 ? 1 : 2) >= cols)
-                    c[k++] = (cand){CLN_VAR_WORDS, paths[pi], wg, team, 0};
+                c[k++] = (cand){CLNORM_VARIANT_STREAM, paths[pi], wg, team, 0};
+                if (has_reg(op) && team * reg_k >= cols)
+                    c[k++] = (cand){CLNORM_VARIANT_REGISTERS, paths[pi], wg, team, 0};
+                /* Words (16-bit rows hold twice the elements per work-item). */
+                if (has_reg(op) && team * reg_k * (dt == CLNORM_F32 ? 1 : 2) >= cols)
+                    c[k++] = (cand){CLNORM_VARIANT_WORDS, paths[pi], wg, team, 0};
             }
             if (has_split(op))
                 for (size_t s = 2; s <= 64 && cols / s >= wg * 8; s *= quick ? 4 : 2)
-                    c[k++] = (cand){CLN_VAR_SPLIT, paths[pi], wg, wg, s};
+                    c[k++] = (cand){CLNORM_VARIANT_SPLIT, paths[pi], wg, wg, s};
             for (size_t i = 0; i < k && n < cap; i++) {
                 /* What the library would run with these settings; skip the impossible
                    and the duplicates (a forced shape may resolve to another). */
-                cln_limits lim;
-                memset(&lim, 0, sizeof lim);
-                lim.force_path = c[i].path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : -1;
-                lim.force_variant = (int)c[i].variant;
-                lim.force_wg = c[i].wg;
-                if (c[i].variant == CLN_VAR_SPLIT) lim.force_slices = c[i].slices;
-                else lim.force_team = c[i].team;
-                cln_plan pl;
-                char why[256];
-                if (cln_plan_make(p, &lim, op, dt, rows, cols, &pl, why, sizeof why)) continue;
-                cand r = {pl.variant, pl.path, pl.wg, pl.team,
-                          pl.variant == CLN_VAR_SPLIT ? c[i].slices : 0};
+                clnorm_plan_hints h = cand_hints(&c[i]);
+                clnorm_plan_info pl;
+                if (clnorm_plan_query(p->device, &h, op, dt, rows, cols, &pl)) continue;
+                cand r = {pl.variant, pl.reduction, pl.work_group, pl.items_per_row,
+                          pl.variant == CLNORM_VARIANT_SPLIT ? c[i].slices : 0};
                 int dup = 0;
                 for (size_t j = 0; j < n && !dup; j++)
                     dup = !memcmp(&out[j], &r, sizeof r);
@@ -241,42 +257,57 @@ static size_t candidates(const cln_profile *p, cln_op op, clnorm_dtype dt, size_
 
 static void describe(const cand *c, char *buf, size_t len)
 {
-    if (c->variant == CLN_VAR_SPLIT)
-        snprintf(buf, len, "split/%s wg %zu x%zu slices", cln_path_name(c->path), c->wg, c->slices);
+    if (c->variant == CLNORM_VARIANT_SPLIT)
+        snprintf(buf, len, "split/%s wg %zu x%zu slices", tool_reduction_name(c->path), c->wg,
+                 c->slices);
     else
-        snprintf(buf, len, "%s/%s wg %zu, %zu/row", cln_variant_name(c->variant),
-                 cln_path_name(c->path), c->wg, c->team);
+        snprintf(buf, len, "%s/%s wg %zu, %zu/row", tool_variant_name(c->variant),
+                 tool_reduction_name(c->path), c->wg, c->team);
+}
+
+/* The built-in plan of (op, dtype, shape) as a candidate; 0 when the library
+   refuses it. */
+static int builtin_plan(const clnorm_device_info *p, clnorm_op op, const tune_bufs *b,
+                        cand *out, clnorm_op *resolved)
+{
+    clnorm_plan_info pl;
+    if (clnorm_plan_query(p->device, NULL, op, b->dtype, b->rows, b->cols, &pl)) {
+        memset(out, 0, sizeof *out);
+        *resolved = op;
+        return 0;
+    }
+    *out = (cand){pl.variant, pl.reduction, pl.work_group, pl.items_per_row,
+                  pl.variant == CLNORM_VARIANT_SPLIT ? pl.split : 0};
+    *resolved = pl.op;
+    return 1;
 }
 
 /* Tunes one (op, dtype, shape): fills e; 0 when nothing ran. */
-static int tune_one(const cln_profile *p, tune_bufs *b, cln_op op, int quick,
-                    size_t repeats, const char *user_reduction, cln_tune_entry *e)
+static int tune_one(const clnorm_device_info *p, size_t reg_k, tune_bufs *b, clnorm_op op,
+                    int quick, size_t repeats, int only_local, clnorm_tuning_entry *e)
 {
     static cand c[1024];
-    force(NULL, user_reduction);
+    force(NULL);
     size_t kb = 1, kw = 1;
     double builtin = time_median(b, op, repeats, &kb);
     size_t nref = 0;
     float *ref = builtin >= 0 ? read_out(b, op, &nref) : NULL;
     if (!ref) {
-        tool_report(cln_op_name(op), CLNORM_OPENCL_ERROR);
+        tool_report(tool_op_name(op), CLNORM_OPENCL_ERROR);
         return 0;
     }
-    cln_limits lim;
-    cln_plan bp;
-    char why[256], bdesc[96];
-    cln_limits_from_env(&lim);
-    cln_plan_make(p, &lim, op, b->dtype, b->rows, b->cols, &bp, why, sizeof why);
-    cand bc = {bp.variant, bp.path, bp.wg, bp.team, bp.variant == CLN_VAR_SPLIT ? bp.slices : 0};
+    char bdesc[96];
+    cand bc;
+    clnorm_op resolved;
+    builtin_plan(p, op, b, &bc, &resolved);
     describe(&bc, bdesc, sizeof bdesc);
 
-    int only_local = user_reduction && !strcmp(user_reduction, "local");
-    size_t n = candidates(p, op, b->dtype, b->rows, b->cols, quick, only_local, c, 1024);
+    size_t n = candidates(p, reg_k, op, b->dtype, b->rows, b->cols, quick, only_local, c, 1024);
     size_t wrong = 0;
     double best = builtin;
     cand win = bc;
     for (size_t i = 0; i < n; i++) {
-        force(&c[i], NULL);
+        force(&c[i]);
         size_t k;
         double t = time_median(b, op, repeats, &k);
         if (t < 0) continue; /* e.g. more work-items than the compiled kernel allows */
@@ -285,8 +316,8 @@ static int tune_one(const cln_profile *p, tune_bufs *b, cln_op op, int quick,
             char d[96];
             describe(&c[i], d, sizeof d);
             fprintf(stderr, "clnorm tune: %s %s %zux%zu with %s: result differs from the "
-                    "built-in plan's by %.2g relative; skipped\n", cln_op_name(op),
-                    cln_dtype_name(b->dtype), b->rows, b->cols, d, diff);
+                    "built-in plan's by %.2g relative; skipped\n", tool_op_name(op),
+                    clnorm_dtype_name(b->dtype), b->rows, b->cols, d, diff);
             wrong++;
             continue;
         }
@@ -301,45 +332,46 @@ static int tune_one(const cln_profile *p, tune_bufs *b, cln_op op, int quick,
         double tb[16], tw[16];
         size_t r = 0;
         for (; r < repeats && r < 16; r++) {
-            force(NULL, user_reduction);
+            force(NULL);
             tb[r] = time_batch(b, op, kb);
-            force(&win, NULL);
+            force(&win);
             tw[r] = time_batch(b, op, kw);
         }
         builtin = tool_median(tb, (size_t)r);
         best = tool_median(tw, (size_t)r);
         if (best >= builtin) best = builtin, win = bc;
     }
-    force(NULL, user_reduction);
+    force(NULL);
     char wdesc[96];
     describe(&win, wdesc, sizeof wdesc);
-    printf("%-15s %-4s %6zu x %-6zu %-30s %9.1f  %-30s %9.1f %6.1f%%%s\n", cln_op_name(op),
-           cln_dtype_name(b->dtype), b->rows, b->cols, bdesc, builtin, wdesc, best,
+    printf("%-15s %-4s %6zu x %-6zu %-30s %9.1f  %-30s %9.1f %6.1f%%%s\n", tool_op_name(op),
+           clnorm_dtype_name(b->dtype), b->rows, b->cols, bdesc, builtin, wdesc, best,
            100.0 * (builtin / best - 1.0), wrong ? "  (results differ: see above)" : "");
-    *e = (cln_tune_entry){op, b->dtype, b->cols, b->rows, op, win.variant, win.path, win.wg,
-                          win.team, win.slices, best, builtin};
+    *e = (clnorm_tuning_entry){op, b->dtype, b->cols, b->rows, op, win.variant, win.path,
+                               win.wg, win.team, win.slices, best, builtin};
     return 1;
 }
 
-static int show(const cln_profile *p)
+static int show(const clnorm_device_info *p)
 {
-    char path[4300];
-    int r = cln_tuning_file(p, path, sizeof path, NULL, 0);
-    if (r == CLN_DISK_OFF) {
+    char path[4300], dir[4096];
+    if (clnorm_cache_dir(dir, sizeof dir) == CLNORM_CACHE_FILE_OFF) {
         printf("the cache folder is disabled (CLNORM_CACHE_DIR=off, or no HOME): built-in plans\n");
         return TOOL_OK;
     }
-    cln_tune_entry *e = NULL;
+    clnorm_tuning_entry *e = NULL;
     size_t n = 0;
-    r = cln_tuning_read(p, &e, &n);
-    const char *env = getenv("CLNORM_TUNING");
+    clnorm_cache_file_status r = clnorm_tuning_read(p->device, &e, &n, path, sizeof path);
+    clnorm_config cfg;
+    clnorm_config_get(&cfg);
     printf("device  %s (%s, driver %s)\ntable   %s: %s%s\n", p->device_name, p->platform_name,
            p->driver_version, path,
-           r == CLN_DISK_OK ? "valid" : r == CLN_DISK_ABSENT ? "none" :
+           r == CLNORM_CACHE_FILE_OK ? "valid" : r == CLNORM_CACHE_FILE_ABSENT ? "none" :
            "damaged or stale (another driver, library or kernel source): ignored",
-           env && !strcmp(env, "off") ? "; CLNORM_TUNING=off: not used" : "");
-    if (r != CLN_DISK_OK) {
+           cfg.hints.tuning == 0 ? "; CLNORM_TUNING=off: not used" : "");
+    if (r != CLNORM_CACHE_FILE_OK) {
         printf("built-in plans in use; `clnorm tune` makes a table\n");
+        free(e);
         return TOOL_OK;
     }
     printf("\n%-15s %-4s %8s %7s %-15s %-7s %-9s %5s %5s %6s %10s %10s %6s\n", "operation", "type",
@@ -347,16 +379,17 @@ static int show(const cln_profile *p)
            "built-in", "gain");
     for (size_t i = 0; i < n; i++)
         printf("%-15s %-4s %8zu %7zu %-15s %-7s %-9s %5zu %5zu %6zu %10.1f %10.1f %5.1f%%\n",
-               cln_op_name(e[i].op), cln_dtype_name(e[i].dtype), e[i].cols, e[i].rows,
-               cln_op_name(e[i].algo), cln_variant_name(e[i].variant), cln_path_name(e[i].path),
-               e[i].wg, e[i].team, e[i].slices, e[i].best_us, e[i].builtin_us,
+               tool_op_name(e[i].op), clnorm_dtype_name(e[i].dtype), e[i].cols, e[i].rows,
+               tool_op_name(e[i].algorithm), tool_variant_name(e[i].variant),
+               tool_reduction_name(e[i].reduction), e[i].work_group, e[i].items_per_row,
+               e[i].split, e[i].best_us, e[i].builtin_us,
                100.0 * (e[i].builtin_us / e[i].best_us - 1.0));
     free(e);
     return TOOL_OK;
 }
 
 /* Adds e to the table, replacing an entry of the same (op, dtype, cols). */
-static void merge(cln_tune_entry **t, size_t *n, size_t *cap, const cln_tune_entry *e)
+static void merge(clnorm_tuning_entry **t, size_t *n, size_t *cap, const clnorm_tuning_entry *e)
 {
     for (size_t i = 0; i < *n; i++)
         if ((*t)[i].op == e->op && (*t)[i].dtype == e->dtype && (*t)[i].cols == e->cols) {
@@ -365,7 +398,7 @@ static void merge(cln_tune_entry **t, size_t *n, size_t *cap, const cln_tune_ent
         }
     if (*n == *cap) {
         size_t nc = *cap ? 2 * *cap : 64;
-        cln_tune_entry *nt = realloc(*t, nc * sizeof *nt);
+        clnorm_tuning_entry *nt = realloc(*t, nc * sizeof *nt);
         if (!nt) return;
         *t = nt, *cap = nc;
     }
@@ -402,11 +435,12 @@ int cmd_tune(int argc, char **argv)
         return TOOL_FAIL;
     }
     cl_device_id dev;
-    const cln_profile *p = NULL;
+    clnorm_device_info info;
+    const clnorm_device_info *p = &info;
     cl_context ctx = clnorm_session_context(s);
     tune_bufs b = {clnorm_session_queue(s), NULL, NULL, NULL, NULL, NULL, 0, 0, CLNORM_F32};
     if (clGetCommandQueueInfo(b.q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
-        (st = cln_profile_get(dev, &p)) != CLNORM_SUCCESS) {
+        (st = clnorm_device_describe(dev, 1, &info)) != CLNORM_SUCCESS) {
         tool_report("device profile", st ? st : CLNORM_OPENCL_ERROR);
         clnorm_session_destroy(s);
         return TOOL_FAIL;
@@ -417,21 +451,41 @@ int cmd_tune(int argc, char **argv)
         return rc;
     }
 
-    /* A user's CLNORM_REDUCTION stays (it limits the paths); shape settings go. */
-    const char *red = getenv("CLNORM_REDUCTION");
-    char *user_reduction = red && *red ? strdup(red) : NULL;
+    /* A user's CLNORM_REDUCTION stays (it limits the paths); shape settings go, and
+       the built-in plans are the baseline: no tuning table. */
+    clnorm_config cfg;
+    clnorm_config_get(&cfg);
+    static const char *const shape_vars[] = {"CLNORM_VARIANT", "CLNORM_WORK_GROUP",
+                                             "CLNORM_ROW_THREADS", "CLNORM_SPLIT"};
+    const int shape_set[] = {cfg.hints.variant != CLNORM_VARIANT_AUTO, cfg.hints.work_group != 0,
+                             cfg.hints.items_per_row != 0, cfg.hints.split != 0};
     for (size_t i = 0; i < 4; i++)
-        if (getenv(force_vars[i])) fprintf(stderr, "clnorm tune: %s ignored while tuning\n", force_vars[i]);
-    setenv("CLNORM_TUNING", "off", 1); /* built-in plans are the baseline */
+        if (shape_set[i]) fprintf(stderr, "clnorm tune: %s ignored while tuning\n", shape_vars[i]);
+    cfg.hints.variant = CLNORM_VARIANT_AUTO;
+    cfg.hints.work_group = cfg.hints.items_per_row = cfg.hints.split = 0;
+    cfg.hints.tuning = 0;
+    if ((st = clnorm_config_set(&cfg)) != CLNORM_SUCCESS) {
+        tool_report("clnorm_config_set", st);
+        clnorm_session_destroy(s);
+        return TOOL_FAIL;
+    }
+    int only_local = cfg.hints.reduction == CLNORM_REDUCTION_LOCAL;
+    size_t reg_k = reg_elems(dev);
 
     static const size_t full_cols[] = {128, 1024, 4096, 32768, 262144}, quick_cols[] = {128, 4096, 262144};
-    static const cln_op ops[] = {CLN_OP_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS, CLN_OP_SOFTMAX_ONLINE, CLN_OP_STATS};
+    static const clnorm_op ops[] = {CLNORM_OP_RMSNORM, CLNORM_OP_SOFTMAX_THREE_PASS,
+                                    CLNORM_OP_SOFTMAX_ONLINE, CLNORM_OP_SOFTMAX_STATS};
     const size_t *colv = quick ? quick_cols : full_cols;
     size_t ncols = quick ? 3 : 5, elems = quick ? ((size_t)1 << 20) : ((size_t)1 << 22);
     int ndt = quick ? 1 : 3, ok = 1;
-    cln_tune_entry *table = NULL;
+    clnorm_tuning_entry *table = NULL;
     size_t n = 0, cap = 0;
-    if (cln_tuning_read(p, &table, &n) != CLN_DISK_OK) table = NULL, n = 0; /* keep the rest */
+    char path[4300] = "";
+    /* Entries of other shapes already in the table are kept. */
+    if (clnorm_tuning_read(dev, &table, &n, path, sizeof path) != CLNORM_CACHE_FILE_OK) {
+        free(table);
+        table = NULL, n = 0;
+    }
     cap = n;
 
     printf("device %s (%s), %s, median of %zu runs (us), built-in plan against the best\n\n",
@@ -476,14 +530,14 @@ int cmd_tune(int argc, char **argv)
             free(h);
             free(raw);
             if (!ok) fprintf(stderr, "clnorm tune: cannot make %zu x %zu buffers\n", b.rows, b.cols);
-            cln_tune_entry sm[2];
+            clnorm_tuning_entry sm[2];
             int have = 0;
             for (size_t o = 0; o < 4 && ok; o++) {
-                cln_tune_entry e;
-                if (!tune_one(p, &b, ops[o], quick, repeats, user_reduction, &e)) continue;
+                clnorm_tuning_entry e;
+                if (!tune_one(p, reg_k, &b, ops[o], quick, repeats, only_local, &e)) continue;
                 merge(&table, &n, &cap, &e);
-                if (ops[o] == CLN_OP_SOFTMAX_THREE_PASS) sm[0] = e, have |= 1;
-                if (ops[o] == CLN_OP_SOFTMAX_ONLINE) sm[1] = e, have |= 2;
+                if (ops[o] == CLNORM_OP_SOFTMAX_THREE_PASS) sm[0] = e, have |= 1;
+                if (ops[o] == CLNORM_OP_SOFTMAX_ONLINE) sm[1] = e, have |= 2;
                 double ratio = e.builtin_us / e.best_us;
                 log_sum += log(ratio), measured++, within += ratio <= 1.1;
                 if (ratio > worst) worst = ratio;
@@ -491,40 +545,36 @@ int cmd_tune(int argc, char **argv)
             if (have == 3) {
                 /* softmax AUTO: the faster algorithm's best plan, against AUTO's own
                    choice, timed interleaved; AUTO's plan stays when it is as fast. */
-                cln_tune_entry a = sm[0].best_us <= sm[1].best_us ? sm[0] : sm[1];
-                cand w = {a.variant, a.path, a.wg, a.team, a.slices};
+                clnorm_tuning_entry a = sm[0].best_us <= sm[1].best_us ? sm[0] : sm[1];
+                cand w = {a.variant, a.reduction, a.work_group, a.items_per_row, a.split};
                 double tb[16], tw[16];
                 size_t r = 0;
                 size_t k = batch_for(a.best_us);
                 for (; r < repeats && r < 16; r++) {
-                    force(NULL, user_reduction);
-                    tb[r] = time_batch(&b, CLN_OP_SOFTMAX_AUTO, k);
-                    force(&w, NULL);
+                    force(NULL);
+                    tb[r] = time_batch(&b, CLNORM_OP_SOFTMAX_AUTO, k);
+                    force(&w);
                     tw[r] = time_batch(&b, a.op, k);
                 }
-                force(NULL, user_reduction);
+                force(NULL);
                 double med_b = tool_median(tb, (size_t)r), med_w = tool_median(tw, (size_t)r);
-                cln_limits lim;
-                cln_plan pl;
-                char why[256], desc[96];
-                cln_limits_from_env(&lim);
-                cln_plan_make(p, &lim, CLN_OP_SOFTMAX_AUTO, b.dtype, b.rows, b.cols, &pl, why,
-                              sizeof why);
-                cand bc = {pl.variant, pl.path, pl.wg, pl.team,
-                           pl.variant == CLN_VAR_SPLIT ? pl.slices : 0};
-                a.algo = a.op;
-                a.op = CLN_OP_SOFTMAX_AUTO;
+                char desc[96];
+                cand bc;
+                clnorm_op auto_op;
+                builtin_plan(p, CLNORM_OP_SOFTMAX_AUTO, &b, &bc, &auto_op);
+                a.algorithm = a.op;
+                a.op = CLNORM_OP_SOFTMAX_AUTO;
                 a.builtin_us = med_b;
                 a.best_us = med_w;
                 if (a.best_us >= a.builtin_us)
-                    a = (cln_tune_entry){CLN_OP_SOFTMAX_AUTO, b.dtype, b.cols, b.rows, pl.op,
-                                         bc.variant, bc.path, bc.wg, bc.team, bc.slices,
-                                         tb[r / 2], tb[r / 2]};
+                    a = (clnorm_tuning_entry){CLNORM_OP_SOFTMAX_AUTO, b.dtype, b.cols, b.rows,
+                                              auto_op, bc.variant, bc.path, bc.wg, bc.team,
+                                              bc.slices, tb[r / 2], tb[r / 2]};
                 merge(&table, &n, &cap, &a);
                 describe(&bc, desc, sizeof desc);
                 printf("%-15s %-4s %6zu x %-6zu %-30.30s %9.1f  %-30s %9.1f %6.1f%%\n",
-                       "softmax-auto", cln_dtype_name(b.dtype), b.rows, b.cols, desc,
-                       a.builtin_us, cln_op_name(a.algo), a.best_us,
+                       "softmax-auto", clnorm_dtype_name(b.dtype), b.rows, b.cols, desc,
+                       a.builtin_us, tool_op_name(a.algorithm), a.best_us,
                        100.0 * (a.builtin_us / a.best_us - 1.0));
                 double ratio = a.builtin_us / a.best_us;
                 log_sum += log(ratio), measured++, within += ratio <= 1.1;
@@ -534,19 +584,16 @@ int cmd_tune(int argc, char **argv)
                 if (*mems[i]) clReleaseMemObject(*mems[i]), *mems[i] = NULL;
             fflush(stdout);
         }
-    force(NULL, user_reduction);
-    free(user_reduction);
+    force(NULL);
     if (measured)
         printf("\nbuilt-in plans against the best: geometric mean %.1f%% slower, worst %.1f%%, "
                "%zu of %zu within 10%%\n", 100.0 * (exp(log_sum / (double)measured) - 1.0),
                100.0 * (worst - 1.0), within, measured);
-    char path[4300];
-    int r = ok && n ? cln_tuning_write(p, table, n) : CLN_DISK_BAD;
-    cln_tuning_file(p, path, sizeof path, NULL, 0);
-    if (r == CLN_DISK_OK) printf("tuning table (%zu entries) written to %s\n", n, path);
+    clnorm_status r = ok && n ? clnorm_tuning_write(dev, table, n) : CLNORM_INVALID_ARGUMENT;
+    if (r == CLNORM_SUCCESS) printf("tuning table (%zu entries) written to %s\n", n, path);
     else {
         fprintf(stderr, "clnorm tune: %s\n", !ok ? "stopped by an error: table not written"
-                : r == CLN_DISK_OFF ? "the cache folder is disabled: table not written"
+                : r == CLNORM_UNSUPPORTED ? "the cache folder is disabled: table not written"
                 : "could not write the tuning table into the cache folder");
         ok = 0;
     }

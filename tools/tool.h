@@ -2,7 +2,7 @@
 #ifndef CLNORM_TOOL_H
 #define CLNORM_TOOL_H
 
-#include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -47,5 +47,17 @@ double tool_median(double *v, size_t n);
 const char *tool_pocl_note(cl_command_queue q);
 /* "CPU", "GPU", "GPU|DEFAULT", ... */
 const char *tool_type_name(cl_device_type t, char *buf, size_t len);
+/* "CL_INVALID_VALUE" and the like; "CL_UNKNOWN_ERROR" for a code not listed. */
+const char *tool_cl_error_name(cl_int err);
+
+/* The short names the tool's tables print: "rmsnorm", "softmax-3pass",
+   "softmax-online", "softmax-stats", "add-rmsnorm", "softmax-auto"; "stream", "reg",
+   "split", "words"; "local", "subgroup", "nv-shuffle". "?" for other values. */
+const char *tool_op_name(clnorm_op op);
+const char *tool_variant_name(clnorm_variant v);
+const char *tool_reduction_name(clnorm_reduction r);
+/* A plan in one line, as `clnorm bench` prints it: "stream/local wg 256, 8 rows/wg,
+   512 groups", "words-half/subgroup ...", "split/local wg 256, 4 slices of 1024". */
+void tool_plan_describe(const clnorm_plan_info *pl, char *buf, size_t len);
 
 #endif
