@@ -78,42 +78,54 @@ void fz_env(fz *f, const char *name, size_t max)
     fz_setenv(name, val);
 }
 
-void fz_profile(fz *f, cln_profile *p)
+uint64_t fz_fnv1a(const void *data, size_t len, uint64_t seed)
 {
-    static const cl_device_type types[] = {CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU,
-                                           CL_DEVICE_TYPE_ACCELERATOR,
-                                           CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_GPU |
-                                               CL_DEVICE_TYPE_ACCELERATOR,
-                                           0};
+    const uint8_t *p = data;
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t fz_file_sum(const uint8_t *img, size_t key_len, size_t payload_len)
+{
+    return fz_fnv1a(img + 32 + key_len, payload_len,
+                    fz_fnv1a(img + 32, key_len, fz_fnv1a(img, 24, 0)));
+}
+
+const clnorm_device_info *fz_device(fz *f, size_t *max_wg, cl_ulong *max_local)
+{
+    enum { MAX_DEVICES = 8 };
+    static clnorm_device_info devs[MAX_DEVICES];
+    static size_t ndev;
+    static int listed;
+    if (!listed) {
+        size_t n = 0;
+        listed = 1;
+        if (clnorm_device_count(&n) == CLNORM_SUCCESS)
+            for (size_t i = 0; i < n && ndev < MAX_DEVICES; i++)
+                if (clnorm_device_get(i, 1, &devs[ndev]) == CLNORM_SUCCESS) ndev++;
+    }
+    FZ_ASSERT(ndev > 0, "no OpenCL device to plan for: %s", clnorm_last_error());
     static const size_t wgs[] = {1, 2, 64, 128, 256, 512, 1024, 4096, 3, 100};
     static const cl_ulong locals[] = {0, 16, 24, 1024, 16384, 32768, 49152, 65536, 1 << 20};
-    memset(p, 0, sizeof *p);
-    snprintf(p->platform_name, sizeof p->platform_name, "Fuzz Platform");
-    snprintf(p->platform_vendor, sizeof p->platform_vendor, "clnorm");
-    snprintf(p->platform_version, sizeof p->platform_version, "OpenCL 3.0 fuzz");
-    snprintf(p->device_name, sizeof p->device_name, "fuzz device");
-    snprintf(p->device_vendor, sizeof p->device_vendor, "clnorm");
-    snprintf(p->driver_version, sizeof p->driver_version, "1.0");
-    p->subgroup_std = "";
     uint8_t k = fz_u8(f);
-    p->type = types[k % 5];
-    p->compute_units = (k & 0x80) ? fz_u8(f) : (cl_uint)(1 + (fz_u8(f) & 0x7f));
+    const clnorm_device_info *d = &devs[k % ndev];
+    (void)((k & 0x80) ? fz_u8(f) : fz_u8(f)); /* compute units */
     k = fz_u8(f);
-    p->max_wg = k < 200 ? wgs[k % 10] : fz_u16(f);
+    size_t wg = k < 200 ? wgs[k % 10] : fz_u16(f);
     k = fz_u8(f);
-    p->local_mem = k < 200 ? locals[k % 9] : fz_u32(f);
-    p->pref_multiple = (size_t)1 << (fz_u8(f) % 7);
-    k = fz_u8(f);
-    p->vec = k < 200 ? (cl_uint)1 << (k % 5) : k;
-    k = fz_u8(f);
-    p->best_path = (cln_path)(k % 3);
-    p->has_subgroups = p->best_path == CLN_PATH_SUBGROUP;
-    p->has_nv_shuffle = p->nv = p->best_path == CLN_PATH_NV;
-    p->warp = p->nv ? 32 : 0;
-    p->nv_cc_major = p->nv ? 9 : 0;
-    k = fz_u8(f);
-    p->loop_limit = k < 128 ? 0 : k < 200 ? 2000 : fz_u16(f);
-    p->pocl_major = fz_u8(f) % 7;
+    cl_ulong local = k < 200 ? locals[k % 9] : fz_u32(f);
+    uint8_t use = fz_u8(f); /* which of the two limits apply */
+    *max_wg = use & 1 ? wg : 0;
+    *max_local = use & 2 ? local : 0;
+    fz_u8(f); /* vector width */
+    fz_u8(f); /* path */
+    if (fz_u8(f) >= 200) fz_u16(f); /* loop limit */
+    fz_u8(f); /* PoCL version */
+    return d;
 }
 
 static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
@@ -125,77 +137,88 @@ static size_t pow2_floor(size_t v)
     return p;
 }
 
-void fz_check_plan(const cln_profile *p, const cln_limits *lim, cln_op op, clnorm_dtype dt,
-                   size_t rows, size_t cols, const cln_plan *pl)
+void fz_check_plan(const clnorm_device_info *d, const fz_limits *lim, clnorm_op op,
+                   size_t rows, size_t cols, const clnorm_plan_info *pl)
 {
-    char d[256];
-    cln_plan_describe(pl, d, sizeof d);
+    char desc[256];
+    clnorm_plan_describe(pl, desc, sizeof desc);
     /* Shapes no buffer can hold (validation refuses them first) need only not crash. */
     size_t elems;
     if (rows > ((size_t)1 << 40) || cols > ((size_t)1 << 40) ||
         __builtin_mul_overflow(rows, cols, &elems) || elems > ((size_t)1 << 48))
         return;
+    /* A query plans rows == 0 as one row. */
+    if (rows == 0) rows = 1;
     /* The limits the plan must respect. */
-    size_t max_wg = p->max_wg ? p->max_wg : 1;
+    size_t max_wg = d->max_work_group ? d->max_work_group : 1;
     if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
-    cl_ulong local = p->local_mem;
+    cl_ulong local = d->local_mem;
     if (lim->max_local && lim->max_local < local) local = lim->max_local;
     size_t local_cap = local > 16 ? (size_t)((local - 16) / 8) : 0;
     if (local_cap < max_wg) max_wg = pow2_floor(local_cap ? local_cap : 1);
 
-    FZ_ASSERT(pl->op != CLN_OP_SOFTMAX_AUTO && (unsigned)pl->op < CLN_OP_COUNT, "%s", d);
-    FZ_ASSERT(op == CLN_OP_SOFTMAX_AUTO ? (pl->op == CLN_OP_SOFTMAX_THREE_PASS ||
-                                           pl->op == CLN_OP_SOFTMAX_ONLINE)
-                                        : pl->op == op, "op %d planned as %d", (int)op,
+    FZ_ASSERT(pl->op != CLNORM_OP_SOFTMAX_AUTO && (unsigned)pl->op < CLNORM_OP_COUNT, "%s",
+              desc);
+    FZ_ASSERT(op == CLNORM_OP_SOFTMAX_AUTO ? (pl->op == CLNORM_OP_SOFTMAX_THREE_PASS ||
+                                              pl->op == CLNORM_OP_SOFTMAX_ONLINE)
+                                           : pl->op == op, "op %d planned as %d", (int)op,
               (int)pl->op);
-    FZ_ASSERT(pl->wg >= 1 && pl->team >= 1 && pl->wg % pl->team == 0, "%s", d);
-    FZ_ASSERT(pl->rows_per_wg == pl->wg / pl->team, "%s", d);
-    FZ_ASSERT(pl->wg <= max_wg, "%s: work-group over the %zu the device allows", d, max_wg);
-    FZ_ASSERT(pl->local_bytes >= pl->wg * sizeof(float) && pl->local_bytes <= local,
-              "%s: %zu bytes of local scratch, device has %llu", d, pl->local_bytes,
+    FZ_ASSERT(pl->work_group >= 1 && pl->items_per_row >= 1 &&
+                  pl->work_group % pl->items_per_row == 0, "%s", desc);
+    FZ_ASSERT(pl->rows_per_group == pl->work_group / pl->items_per_row, "%s", desc);
+    FZ_ASSERT(pl->work_group <= max_wg, "%s: work-group over the %zu the device allows", desc,
+              max_wg);
+    FZ_ASSERT(pl->local_bytes >= pl->work_group * sizeof(float) && pl->local_bytes <= local,
+              "%s: %zu bytes of local scratch, device has %llu", desc, pl->local_bytes,
               (unsigned long long)local);
-    /* PoCL 4+ groups of one or two work-items take the local path (src/plan.c). */
-    if (lim->force_path == CLN_PATH_LOCAL || (p->pocl_major >= 4 && pl->wg <= 2))
-        FZ_ASSERT(pl->path == CLN_PATH_LOCAL, "%s", d);
-    else FZ_ASSERT(pl->path == p->best_path, "%s", d);
-    FZ_ASSERT((unsigned)pl->variant < CLN_VAR_COUNT, "%s", d);
-    FZ_ASSERT(!((pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) &&
-                pl->op == CLN_OP_STATS), "%s", d);
-    /* The paired kernels move words of two elements from every row start. */
-    if (pl->variant == CLN_VAR_WORDS)
-        FZ_ASSERT(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu columns%s", d, cols,
-                  lim->no_pairs ? " on views with odd row starts" : "");
-    FZ_ASSERT(!(pl->variant == CLN_VAR_SPLIT && pl->op == CLN_OP_ADD_RMSNORM), "%s", d);
-    FZ_ASSERT(pl->k1 < CLN_K_COUNT && pl->k2 <= CLN_K_COUNT && pl->k3 <= CLN_K_COUNT &&
-                  !(pl->k2 == CLN_K_COUNT && pl->k3 != CLN_K_COUNT),
-              "%s: kernels %d %d %d", d, (int)pl->k1, (int)pl->k2, (int)pl->k3);
-    FZ_ASSERT((pl->variant == CLN_VAR_SPLIT) == (pl->k2 != CLN_K_COUNT), "%s", d);
+    /* PoCL 4+ groups of one or two work-items take the local path (docs/DESIGN.md,
+       'How a path is chosen'). */
+    if (lim->reduction == CLNORM_REDUCTION_LOCAL || (d->pocl_major >= 4 && pl->work_group <= 2))
+        FZ_ASSERT(pl->reduction == CLNORM_REDUCTION_LOCAL, "%s", desc);
+    else FZ_ASSERT(pl->reduction == d->reduction, "%s", desc);
+    FZ_ASSERT((unsigned)pl->variant < CLNORM_VARIANT_COUNT, "%s", desc);
+    const int regs = pl->variant == CLNORM_VARIANT_REGISTERS || pl->variant == CLNORM_VARIANT_WORDS;
+    const int split = pl->variant == CLNORM_VARIANT_SPLIT;
+    FZ_ASSERT(!(regs && pl->op == CLNORM_OP_SOFTMAX_STATS), "%s", desc);
+    /* The words kernels move whole words from every row start. */
+    if (pl->variant == CLNORM_VARIANT_WORDS)
+        FZ_ASSERT((pl->word == 2 || pl->word == 4) && cols % pl->word == 0,
+                  "%s: words of %zu for %zu columns", desc, pl->word, cols);
+    else FZ_ASSERT(pl->word == 1, "%s: word %zu", desc, pl->word);
+    FZ_ASSERT(!(split && pl->op == CLNORM_OP_ADD_RMSNORM), "%s", desc);
+    FZ_ASSERT(pl->kernels[0] && !(pl->kernels[1] == NULL && pl->kernels[2] != NULL),
+              "%s: kernels %s %s %s", desc, pl->kernels[0] ? pl->kernels[0] : "-",
+              pl->kernels[1] ? pl->kernels[1] : "-", pl->kernels[2] ? pl->kernels[2] : "-");
+    FZ_ASSERT(split == (pl->kernels[1] != NULL), "%s", desc);
     /* GPU builds loop one element at a time on views of mixed alignment. */
-    size_t vec = (p->type & CL_DEVICE_TYPE_CPU) && p->vec ? p->vec : 1;
-    if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS)
-        FZ_ASSERT(pl->team * cln_plan_reg_elems(pl, dt) >= cols,
-                  "%s: register row of %zu columns", d, cols);
-    if (pl->variant != CLN_VAR_SPLIT) {
+    size_t vec = (d->type & CL_DEVICE_TYPE_CPU) && d->vector_width ? d->vector_width : 1;
+    if (regs)
+        FZ_ASSERT(pl->elems_per_item && pl->items_per_row * pl->elems_per_item >= cols,
+                  "%s: register row of %zu columns", desc, cols);
+    else FZ_ASSERT(pl->elems_per_item == 0, "%s", desc);
+    if (!split) {
         /* Every row has a team: groups x rows per group cover the rows. */
         size_t cover;
-        FZ_ASSERT(!__builtin_mul_overflow(pl->groups, pl->rows_per_wg, &cover) &&
-                      cover >= rows && (rows == 0 || cover - rows < pl->rows_per_wg),
-                  "%s: %zu groups for %zu rows", d, pl->groups, rows);
-        if (p->loop_limit)
-            FZ_ASSERT(div_up(cols, pl->team * vec) <= p->loop_limit, "%s: loop of %zu trips",
-                      d, div_up(cols, pl->team * vec));
+        FZ_ASSERT(pl->split == 1 && pl->split_cols == 0, "%s", desc);
+        FZ_ASSERT(!__builtin_mul_overflow(pl->groups, pl->rows_per_group, &cover) &&
+                      cover >= rows && cover - rows < pl->rows_per_group,
+                  "%s: %zu groups for %zu rows", desc, pl->groups, rows);
+        if (d->loop_limit)
+            FZ_ASSERT(div_up(cols, pl->items_per_row * vec) <= d->loop_limit,
+                      "%s: loop of %zu trips", desc, div_up(cols, pl->items_per_row * vec));
     } else {
         /* Slices tile the row exactly: none empty (c1 - c0 would wrap), none past it. */
         size_t span, groups;
-        FZ_ASSERT(pl->team == pl->wg && pl->slices >= 1 && pl->slice_len >= pl->wg &&
-                      pl->slice_len % pl->wg == 0, "%s", d);
-        FZ_ASSERT(!__builtin_mul_overflow(pl->slices, pl->slice_len, &span) && span >= cols &&
-                      (pl->slices - 1) * pl->slice_len < cols,
-                  "%s: %zu slices of %zu for %zu columns", d, pl->slices, pl->slice_len, cols);
-        if (!__builtin_mul_overflow(rows, pl->slices, &groups))
-            FZ_ASSERT(pl->groups == groups, "%s: %zu groups for %zu rows", d, pl->groups, rows);
-        if (p->loop_limit)
-            FZ_ASSERT(div_up(pl->slice_len, pl->wg * vec) <= p->loop_limit,
-                      "%s: loop of %zu trips", d, div_up(pl->slice_len, pl->wg * vec));
+        FZ_ASSERT(pl->items_per_row == pl->work_group && pl->split >= 1 &&
+                      pl->split_cols >= pl->work_group && pl->split_cols % pl->work_group == 0,
+                  "%s", desc);
+        FZ_ASSERT(!__builtin_mul_overflow(pl->split, pl->split_cols, &span) && span >= cols &&
+                      (pl->split - 1) * pl->split_cols < cols,
+                  "%s: %zu slices of %zu for %zu columns", desc, pl->split, pl->split_cols, cols);
+        if (!__builtin_mul_overflow(rows, pl->split, &groups))
+            FZ_ASSERT(pl->groups == groups, "%s: %zu groups for %zu rows", desc, pl->groups, rows);
+        if (d->loop_limit)
+            FZ_ASSERT(div_up(pl->split_cols, pl->work_group * vec) <= d->loop_limit,
+                      "%s: loop of %zu trips", desc, div_up(pl->split_cols, pl->work_group * vec));
     }
 }

@@ -1,10 +1,10 @@
-/* fuzz_device_spec: device specs, as clnorm_session_create and CLNORM_DEVICE take
-   them ("P:D", "cpu", "gpu", or a substring of the platform and device names). For
-   every input: the status is SUCCESS, DEVICE_NOT_FOUND or INVALID_ARGUMENT (a spec
-   over 200 characters), a failure has a message, a success gives a session whose
-   device really matches (the spec's P:D, type, or a case-insensitive substring of
-   "<platform name> <platform vendor> <device name> <device vendor>"), and the
-   CLNORM_DEVICE path agrees with the argument path. */
+/* fuzz_device_spec: device specs, as clnorm_device_find, clnorm_session_create and
+   CLNORM_DEVICE take them ("P:D", "cpu", "gpu", or a substring of the platform and
+   device names). For every input: the status is SUCCESS, DEVICE_NOT_FOUND or
+   INVALID_ARGUMENT (a spec over 200 characters), a failure has a message, a success
+   gives a device that really matches (the spec's P:D, type, or a case-insensitive
+   substring of "<platform name> <platform vendor> <device name> <device vendor>"),
+   and the CLNORM_DEVICE path agrees with the argument path. */
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int matches(const char *spec, const cln_device_ref *r)
+static int matches(const char *spec, const clnorm_device_info *r)
 {
     char want[256], hay[1100], pn[256] = "", pv[256] = "", dn[256] = "", dv[256] = "";
     /* "P:D": digits, a colon, digits, nothing else, each at most 1000000. */
@@ -23,7 +23,8 @@ static int matches(const char *spec, const cln_device_ref *r)
     for (; isdigit((unsigned char)*c); c++, np++) p = p < 10000000 ? p * 10 + (unsigned)(*c - '0') : p;
     if (np && *c == ':') {
         for (c++; isdigit((unsigned char)*c); c++, nd++) d = d < 10000000 ? d * 10 + (unsigned)(*c - '0') : d;
-        if (nd && !*c && p <= 1000000 && d <= 1000000) return r->pi == p && r->di == d;
+        if (nd && !*c && p <= 1000000 && d <= 1000000)
+            return r->platform_index == p && r->device_index == d;
     }
     snprintf(want, sizeof want, "%s", spec);
     for (char *w = want; *w; w++) *w = (char)tolower((unsigned char)*w);
@@ -47,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char spec[301];
     memcpy(spec, data, size);
     spec[size] = '\0';
-    cln_device_ref ref, ref2;
-    clnorm_status st = cln_device_find(spec, &ref);
+    clnorm_device_info ref, ref2;
+    clnorm_status st = clnorm_device_find(spec, 0, &ref);
     FZ_ASSERT(st == CLNORM_SUCCESS || st == CLNORM_DEVICE_NOT_FOUND ||
                   (st == CLNORM_INVALID_ARGUMENT && strlen(spec) > 200),
               "spec \"%s\": %s", spec, clnorm_status_string(st));
@@ -58,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The same through CLNORM_DEVICE (an empty value means the default device). */
     fz_setenv("CLNORM_DEVICE", spec);
-    clnorm_status st2 = cln_device_find(NULL, &ref2);
+    clnorm_status st2 = clnorm_device_find(NULL, 0, &ref2);
     fz_setenv("CLNORM_DEVICE", NULL);
     if (*spec) {
         FZ_ASSERT(st2 == st, "CLNORM_DEVICE=\"%s\": %s, argument: %s", spec,

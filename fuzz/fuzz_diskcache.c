@@ -1,35 +1,34 @@
-/* fuzz_diskcache: the disk-cache file reader (src/diskcache.c). The input is a key and
-   a file image; flags in the first byte repair the magic, the lengths or the checksum
-   so that the fuzzer reaches every check. The image is read through a memfd, as a
-   file, by cln_disk_read and cln_disk_inspect, and their verdicts are compared with
-   an independent reading of the documented format:
+/* fuzz_diskcache: the disk-cache file reader. The input is a key and a file image;
+   flags in the first byte repair the magic, the lengths or the checksum so that the
+   fuzzer reaches every check. The image is stored in a cache folder of its own and
+   read by the library, and its verdicts are compared with an independent reading of
+   the documented format (docs/DESIGN.md, 'Files and keys'):
      0 magic "CLNORM\x1a\n" | 8 format u32 | 12 key length u32 | 16 payload length u64
-     | 24 FNV-1a 64 of bytes 0..23, key and payload | 32 key | payload (non-empty)
-   A file is accepted only when all of it checks and the key is exactly the one asked
-   for; the payload returned is then exactly the file's. With flag 0x10 the key and
-   payload also go through cln_disk_write into a temporary folder and must read back. */
+     | 24 checksum (fz_file_sum) | 32 key | payload (non-empty)
+   - as a program file, clnorm_cache_inspect finds it whole (OK or STALE) exactly when
+     the format says so, and then reports its payload length and the key's device;
+   - with flag 0x10, as the tuning table of a device present, clnorm_tuning_read
+     accepts it only when it is whole and its key is exactly the device's (flag 0x20
+     puts the device's key in), and calls it stale when it is whole under another
+     key, damaged otherwise. */
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-static char tmpdir[64];
+static char tmpdir[64], prog_path[128], tune_path[4300];
+static const clnorm_device_info *dev;
+static char dev_key[2048]; /* the device's tuning-file key */
+static size_t dev_key_len;
 
-static void remove_tmpdir(void) { rmdir(tmpdir); } /* empty: every file is unlinked */
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+static void remove_tmpdir(void)
 {
-    (void)argc;
-    (void)argv;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/clnorm-fuzz-dc-XXXXXX");
-    if (!mkdtemp(tmpdir)) abort();
-    atexit(remove_tmpdir);
-    return 0;
+    unlink(prog_path);
+    unlink(tune_path);
+    rmdir(tmpdir);
 }
 
 static uint64_t get(const uint8_t *d, int n)
@@ -44,24 +43,65 @@ static void put(uint8_t *d, uint64_t v, int n)
     for (int i = 0; i < n; i++) d[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t sum(const uint8_t *img, size_t klen, size_t dlen)
+static void write_file(const char *path, const uint8_t *img, size_t n)
 {
-    return cln_hash64(img + 32 + klen, dlen,
-                      cln_hash64(img + 32, klen, cln_hash64(img, 24, 0)));
+    FILE *f = fopen(path, "wb");
+    FZ_ASSERT(f && fwrite(img, 1, n, f) == n && fclose(f) == 0, "cannot write %s", path);
 }
 
-static int write_memfd(const uint8_t *img, size_t n, char *path, size_t plen)
+/* The value of the key line "name value", into buf ("" when absent). */
+static void key_field(const char *key, size_t klen, const char *name, char *buf, size_t len)
 {
-    int fd = memfd_create("clnorm-fuzz", 0);
-    if (fd < 0) abort();
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, img + off, n - off);
-        if (w <= 0) abort();
-        off += (size_t)w;
+    size_t n = strlen(name);
+    buf[0] = '\0';
+    for (size_t i = 0; i < klen; i++) {
+        if (i > 0 && key[i - 1] != '\n') continue;
+        if (klen - i > n && !memcmp(key + i, name, n) && key[i + n] == ' ') {
+            size_t e = i + n + 1;
+            while (e < klen && key[e] != '\n') e++;
+            snprintf(buf, len, "%.*s", (int)(e - i - n - 1), key + i + n + 1);
+            return;
+        }
     }
-    snprintf(path, plen, "/proc/self/fd/%d", fd);
-    return fd;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/clnorm-fuzz-dc-XXXXXX");
+    if (!mkdtemp(tmpdir)) abort();
+    atexit(remove_tmpdir);
+    snprintf(prog_path, sizeof prog_path, "%s/prog-fuzz.bin", tmpdir);
+    clnorm_config c;
+    clnorm_config_get(&c);
+    clnorm_plan_hints_init(&c.hints);
+    snprintf(c.cache_dir, sizeof c.cache_dir, "%s", tmpdir);
+    FZ_ASSERT(clnorm_config_set(&c) == CLNORM_SUCCESS, "config: %s", clnorm_last_error());
+
+    /* The device's tuning file and its key, from a table the library writes. */
+    size_t max_wg;
+    cl_ulong max_local;
+    fz f = {NULL, 0};
+    dev = fz_device(&f, &max_wg, &max_local);
+    clnorm_tuning_entry e = {CLNORM_OP_RMSNORM, CLNORM_F32, 1024, 1024, CLNORM_OP_RMSNORM,
+                             CLNORM_VARIANT_STREAM, CLNORM_REDUCTION_LOCAL, 64, 64, 0, 1, 2};
+    FZ_ASSERT(clnorm_tuning_write(dev->device, &e, 1) == CLNORM_SUCCESS, "tuning write: %s",
+              clnorm_last_error());
+    clnorm_tuning_entry *got = NULL;
+    size_t n = 0;
+    FZ_ASSERT(clnorm_tuning_read(dev->device, &got, &n, tune_path, sizeof tune_path) ==
+                  CLNORM_CACHE_FILE_OK && n == 1, "tuning table does not read back");
+    free(got);
+    uint8_t head[32];
+    FILE *fp = fopen(tune_path, "rb");
+    FZ_ASSERT(fp && fread(head, 1, 32, fp) == 32, "cannot read %s", tune_path);
+    dev_key_len = (size_t)get(head + 12, 4);
+    FZ_ASSERT(dev_key_len < sizeof dev_key && fread(dev_key, 1, dev_key_len, fp) == dev_key_len,
+              "key of %zu bytes", dev_key_len);
+    fclose(fp);
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -69,17 +109,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz f = {data, size};
     uint8_t flags = fz_u8(&f);
-    char key[256];
+    char key[2048];
     fz_str(&f, key, 200);
+    if (flags & 0x20) memcpy(key, dev_key, dev_key_len + 1), key[dev_key_len] = '\0';
     size_t klen_asked = strlen(key);
     size_t n = f.n;
-    uint8_t *img = malloc(n ? n : 1);
-    memcpy(img, f.p, n);
+    if ((flags & 0x20) && (flags & 2)) n += klen_asked; /* room for the device's key */
+    uint8_t *img = calloc(n ? n : 1, 1);
+    memcpy(img, f.p, f.n);
     /* Repairs, so that later checks are reached. */
     if (n >= 32) {
         if (flags & 1) {
             memcpy(img, "CLNORM\x1a\n", 8);
-            put(img + 8, CLN_DISK_FORMAT, 4);
+            put(img + 8, 1, 4);
         }
         if (flags & 2) { /* lengths that add up, key from the input when it fits */
             size_t kl = klen_asked <= n - 32 ? klen_asked : (n - 32) / 2;
@@ -89,56 +131,55 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (flags & 4) {
             uint64_t kl = get(img + 12, 4), dl = get(img + 16, 8);
-            if (kl <= n - 32 && dl == n - 32 - kl) put(img + 24, sum(img, (size_t)kl, (size_t)dl), 8);
+            if (kl <= n - 32 && dl == n - 32 - kl)
+                put(img + 24, fz_file_sum(img, (size_t)kl, (size_t)dl), 8);
         }
     }
     /* The format, read independently. */
     int valid = 0;
     size_t kl = 0, dl = 0;
-    if (n >= 32 && !memcmp(img, "CLNORM\x1a\n", 8) && get(img + 8, 4) == CLN_DISK_FORMAT) {
+    if (n >= 32 && !memcmp(img, "CLNORM\x1a\n", 8) && get(img + 8, 4) == 1) {
         uint64_t k64 = get(img + 12, 4), d64 = get(img + 16, 8);
         if (k64 <= n - 32 && d64 == n - 32 - k64 && d64 != 0) {
             kl = (size_t)k64;
             dl = (size_t)d64;
-            valid = sum(img, kl, dl) == get(img + 24, 8);
+            valid = fz_file_sum(img, kl, dl) == get(img + 24, 8);
         }
     }
-    int key_ok = valid && kl == klen_asked && !memcmp(img + 32, key, kl);
 
-    char path[64];
-    int fd = write_memfd(img, n, path, sizeof path);
-    unsigned char *payload = NULL;
-    size_t plen = 0;
-    int r = cln_disk_read(path, key, &payload, &plen);
-    FZ_ASSERT(r == CLN_DISK_OK || r == CLN_DISK_BAD, "read gave %d", r);
-    FZ_ASSERT((r == CLN_DISK_OK) == key_ok, "reader says %d, format says valid %d key %d", r,
-              valid, key_ok);
-    if (r == CLN_DISK_OK) {
-        FZ_ASSERT(plen == dl && !memcmp(payload, img + 32 + kl, dl), "payload differs");
-        free(payload);
+    write_file(prog_path, img, n);
+    clnorm_cache_file cf;
+    clnorm_cache_file_status r = clnorm_cache_inspect("prog-fuzz.bin", 0, &cf);
+    int whole = r == CLNORM_CACHE_FILE_OK || r == CLNORM_CACHE_FILE_STALE;
+    FZ_ASSERT(whole || r == CLNORM_CACHE_FILE_DAMAGED, "inspect gave %d", (int)r);
+    FZ_ASSERT(whole == valid, "inspect says %d, format says valid %d", (int)r, valid);
+    if (whole) {
+        char want[128];
+        key_field((const char *)img + 32, kl, "device", want, sizeof want);
+        FZ_ASSERT(cf.payload_bytes == dl && !strcmp(cf.kind, "program") &&
+                      !strcmp(cf.device, want),
+                  "inspect read %zu bytes of device \"%s\", format says %zu of \"%s\"",
+                  cf.payload_bytes, cf.device, dl, want);
+        FZ_ASSERT(cf.stale_reason && (r == CLNORM_CACHE_FILE_STALE) == (*cf.stale_reason != 0),
+                  "stale reason \"%s\" with %d", cf.stale_reason ? cf.stale_reason : "(null)",
+                  (int)r);
     }
-    char *k = NULL;
-    size_t dlen = 0;
-    r = cln_disk_inspect(path, &k, &dlen);
-    FZ_ASSERT((r == CLN_DISK_OK) == valid, "inspect says %d, format says %d", r, valid);
-    if (r == CLN_DISK_OK) {
-        FZ_ASSERT(dlen == dl && !memcmp(k, img + 32, kl) && k[kl] == '\0', "inspect differs");
-        free(k);
-    }
-    close(fd);
+    unlink(prog_path);
 
-    if ((flags & 0x10) && n > 0) {
-        char name[32];
-        snprintf(name, sizeof name, "f-%02x.bin", flags);
-        r = cln_disk_write(tmpdir, name, key, img, n);
-        FZ_ASSERT(r == CLN_DISK_OK, "write gave %d", r);
-        char full[128];
-        snprintf(full, sizeof full, "%s/%s", tmpdir, name);
-        r = cln_disk_read(full, key, &payload, &plen);
-        FZ_ASSERT(r == CLN_DISK_OK && plen == n && !memcmp(payload, img, n),
-                  "written file does not read back (%d)", r);
-        free(payload);
-        unlink(full);
+    if (flags & 0x10) {
+        int key_ok = valid && kl == dev_key_len && !memcmp(img + 32, dev_key, kl);
+        write_file(tune_path, img, n);
+        clnorm_tuning_entry *e = NULL;
+        size_t ne = 0;
+        r = clnorm_tuning_read(dev->device, &e, &ne, NULL, 0);
+        if (!valid) FZ_ASSERT(r == CLNORM_CACHE_FILE_DAMAGED, "tuning read of a damaged file: %d",
+                              (int)r);
+        else if (!key_ok) FZ_ASSERT(r == CLNORM_CACHE_FILE_STALE, "tuning read under another "
+                                    "key: %d", (int)r);
+        else FZ_ASSERT(r == CLNORM_CACHE_FILE_OK || r == CLNORM_CACHE_FILE_DAMAGED,
+                       "tuning read under the device's key: %d", (int)r);
+        free(e);
+        unlink(tune_path);
     }
     free(img);
     return 0;

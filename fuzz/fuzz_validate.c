@@ -3,8 +3,8 @@
    operation, dtype (valid or not), rows and cols (small, boundary or raw 64-bit),
    buffers of up to 4 KiB (separate, the same, sub-buffers, NULL, from another
    context), offsets and leading dimensions, gamma, eps bits, the algorithm, the
-   wait list, the queue, shape-forcing environment variables, and the host-array
-   forms with NULL pointers and overflowing sizes. Each call is checked against an
+   wait list, the queue, a shape forced through the thread's plan hints, and the
+   host-array forms with NULL pointers and overflowing sizes. Each call is checked against an
    independent model of API.md's rules:
    - a request with no problem succeeds (or, under a forced shape, may be refused
      as UNSUPPORTED or INVALID_ARGUMENT);
@@ -35,8 +35,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("CLNORM_CACHE_DIR", "off", 1);
-    setenv("CLNORM_TUNING", "off", 1);
+    /* No disk cache, no tuning table: every input starts from the same state. */
+    clnorm_config c;
+    clnorm_config_get(&c);
+    snprintf(c.cache_dir, sizeof c.cache_dir, "off");
+    c.hints.tuning = 0;
+    if (clnorm_config_set(&c) != CLNORM_SUCCESS) {
+        fprintf(stderr, "fuzz_validate: configuration refused: %s\n", clnorm_last_error());
+        abort();
+    }
     const char *spec = getenv("CLNORM_FUZZ_DEVICE");
     if (clnorm_session_create(spec && *spec ? spec : "pocl", &sess) != CLNORM_SUCCESS) {
         fprintf(stderr, "fuzz_validate: no device: %s\n", clnorm_last_error());
@@ -211,27 +218,40 @@ static void check_buffers(unsigned char allowed[NBUF][MAXB], const char *what)
     }
 }
 
-static int env_forced(fz *f)
+/* The shape forced for this input's call (the thread's hints; automatic when
+   none). */
+static clnorm_plan_hints forced_hints;
+
+/* Forces a shape from the input through the thread's hints; 1 when one is forced. */
+static int hints_forced(fz *f)
 {
-    static const char *const variants[] = {"stream", "reg", "split"};
-    char v[16];
+    static const int variants[] = {CLNORM_VARIANT_STREAM, CLNORM_VARIANT_REGISTERS,
+                                   CLNORM_VARIANT_SPLIT};
     uint8_t k = fz_u8(f);
-    unsetenv("CLNORM_WORK_GROUP");
-    unsetenv("CLNORM_ROW_THREADS");
-    unsetenv("CLNORM_VARIANT");
-    unsetenv("CLNORM_SPLIT");
+    clnorm_plan_hints_init(&forced_hints);
     /* A few sizes only: PoCL compiles each kernel once per work-group size. */
     static const unsigned wgs[] = {1, 2, 3, 4, 6, 8, 12, 16, 32, 64}, teams[] = {1, 2, 3, 4, 8, 16};
-    if (k & 1) { snprintf(v, sizeof v, "%u", wgs[fz_u8(f) % 10]); setenv("CLNORM_WORK_GROUP", v, 1); }
-    if (k & 2) { snprintf(v, sizeof v, "%u", teams[fz_u8(f) % 6]); setenv("CLNORM_ROW_THREADS", v, 1); }
-    if (k & 4) setenv("CLNORM_VARIANT", variants[fz_u8(f) % 3], 1);
-    if (k & 8) { snprintf(v, sizeof v, "%u", 1u + fz_u8(f) % 8); setenv("CLNORM_SPLIT", v, 1); }
-    return (k & 15) != 0;
+    if (k & 1) forced_hints.work_group = wgs[fz_u8(f) % 10];
+    if (k & 2) forced_hints.items_per_row = teams[fz_u8(f) % 6];
+    if (k & 4) forced_hints.variant = variants[fz_u8(f) % 3];
+    if (k & 8) forced_hints.split = 1u + fz_u8(f) % 8;
+    if (!(k & 15)) return 0;
+    clnorm_status st = clnorm_set_thread_hints(&forced_hints);
+    if (st == CLNORM_SUCCESS) return 1;
+    /* Work-items per row that do not divide the work-group: refused when set. */
+    FZ_ASSERT(st == CLNORM_INVALID_ARGUMENT && forced_hints.work_group &&
+                  forced_hints.items_per_row &&
+                  forced_hints.work_group % forced_hints.items_per_row &&
+                  strstr(clnorm_last_error(), "items_per_row"),
+              "hints wg %zu, %zu per row refused: %s", forced_hints.work_group,
+              forced_hints.items_per_row, clnorm_last_error());
+    clnorm_plan_hints_init(&forced_hints);
+    return 0;
 }
 
 static void device_call(fz *f, int fn)
 {
-    int forced = env_forced(f);
+    int forced = hints_forced(f);
     uint8_t draw = fz_u8(f);
     int dt = draw < 240 ? draw % 3 : (int)draw - 245;
     size_t rows = fz_size(f), cols = fz_size(f);
@@ -340,9 +360,9 @@ static void device_call(fz *f, int fn)
              prob, clnorm_last_error());
     const char *msg = clnorm_last_error();
     if (getenv("CLNORM_FUZZ_VERBOSE"))
-        fprintf(stderr, "%s; VARIANT=%s WORK_GROUP=%s ROW_THREADS=%s SPLIT=%s\n", what,
-                getenv("CLNORM_VARIANT"), getenv("CLNORM_WORK_GROUP"),
-                getenv("CLNORM_ROW_THREADS"), getenv("CLNORM_SPLIT"));
+        fprintf(stderr, "%s; hints: variant %d, work_group %zu, items_per_row %zu, split %zu\n",
+                what, forced_hints.variant, forced_hints.work_group,
+                forced_hints.items_per_row, forced_hints.split);
     if (prob) {
         FZ_ASSERT(st != CLNORM_SUCCESS && ((prob | maybe) & BIT(st)), "refusal expected: %s",
                   what);
@@ -454,9 +474,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fn = fz_u8(&f) % 8;
     if (fn < 4) device_call(&f, fn);
     else host_call(&f, fn);
-    unsetenv("CLNORM_WORK_GROUP");
-    unsetenv("CLNORM_ROW_THREADS");
-    unsetenv("CLNORM_VARIANT");
-    unsetenv("CLNORM_SPLIT");
+    clnorm_set_thread_hints(NULL);
+    clnorm_plan_hints_init(&forced_hints);
     return 0;
 }
