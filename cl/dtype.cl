@@ -52,12 +52,12 @@ inline ushort cln_to_bf16(float f)
 #error "unknown CLN_DTYPE"
 #endif
 
-/* Words of CLN_WORD (2 or 4) neighbouring elements, for the paired register forms
+/* Words of CLN_WORD (2 or 4) neighbouring elements, for the words register forms
    (the plan uses them only where the row length and every row start are multiples
    of CLN_WORD, so a word is aligned). In float32 a word is a float2 or float4, one
    8- or 16-byte load; in 16-bit storage a uint or uint2 that stays packed in its
    registers, so that a register carries as many bytes of the row as in float32.
-   cln_pf is a word unpacked to float; CLN_PAIR_SLOTS(k): words a work-item holds
+   cln_pf is a word unpacked to float; CLN_WORD_SLOTS(k): words a work-item holds
    where the float32 plain form holds k values. */
 #ifndef CLN_WORD
 #define CLN_WORD 2
@@ -66,7 +66,7 @@ inline ushort cln_to_bf16(float f)
 #error "CLN_WORD must be 2 or 4"
 #endif
 #if CLN_DTYPE == 0
-#define CLN_PAIR_SLOTS(k) ((k) / CLN_WORD)
+#define CLN_WORD_SLOTS(k) ((k) / CLN_WORD)
 #if CLN_WORD == 4
 typedef float4 cln_pw;
 #else
@@ -75,7 +75,7 @@ typedef float2 cln_pw;
 #define cln_unpackw(w) (w)
 #define cln_packw(v) (v)
 #else
-#define CLN_PAIR_SLOTS(k) (2 * (k) / CLN_WORD)
+#define CLN_WORD_SLOTS(k) (2 * (k) / CLN_WORD)
 #if CLN_DTYPE == 1
 inline float2 cln_unpack2(uint w) { return vload_half2(0, (__private const half *)&w); }
 inline uint cln_pack2(float2 v)

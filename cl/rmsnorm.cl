@@ -172,7 +172,7 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 #endif
 
 /* Register forms: the row (or h) is read once into v[], everything else works
-   there. The tail is shared by the float form (a value per slot) and the paired one
+   there. The tail is shared by the float form (a value per slot) and the words one
    (CLN_WORD neighbouring elements per slot, see cl/dtype.cl): K slots, n of them filled
    and the spare ones zero; SLOT(i) is slot i as float or cln_pf, SQ(a, t) adds the
    squares of t to a, AMAX(t) is its largest magnitude, PUT(i) writes slot i. */
@@ -261,27 +261,27 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 }
 #endif
 
-/* The paired forms (cols and every row start multiples of CLN_WORD), in two sizes: K
+/* The words forms (cols and every row start multiples of CLN_WORD), in two sizes: K
    words per work-item, as many elements as softmax's register form (_words) or half
    as many (_words_half). The plan takes the half form where a team of up to 256 holds
    the row and the full one for longer rows (docs/DESIGN.md, 'Half and full paired
    kernels'). Keep in step with cln_reg_k in src/plan.c. h of the fused add is rounded
    to the storage type by cln_packw itself, as cln_round does. */
-/* What both paired kernels start with: the row as words, and its slots. */
-#define CLN_PAIR_ROW(K)                                                              \
+/* What both words kernels start with: the row as words, and its slots. */
+#define CLN_WORDS_ROW(K)                                                             \
     CLN_ROW_SETUP();                                                                 \
     if (lid == 0) *CLN_FLAG = 0;                                                     \
     __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);     \
     __global cln_t *yr = y + yoff + row * yld;                                       \
     const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));          \
     cln_pw v[K]
-#define CLN_RMS_PAIR_KERNELS(SUFFIX, K)                                              \
+#define CLN_RMS_WORDS_KERNELS(SUFFIX, K)                                             \
     __kernel void clnorm_rmsnorm_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global const cln_t *gamma,  \
         uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
         ulong cols, float eps, uint team, __local float *scratch)                     \
     {                                                                                \
-        CLN_PAIR_ROW(K);                                                             \
+        CLN_WORDS_ROW(K);                                                            \
         _Pragma("unroll") for (uint i = 0; i < (K); i++)                             \
             v[i] = i < n ? xr[(ulong)i * team + lane] : (cln_pw)0;                   \
         CLN_RMS_REG_TAIL((K), CLN_SLOTW, CLN_PF_SQ, CLN_PF_AMAX, CLN_PUTW);              \
@@ -292,7 +292,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         uint has_gamma, __global cln_t *y, ulong yoff, ulong yld, ulong rows,         \
         ulong cols, float eps, uint team, __local float *scratch)                     \
     {                                                                                \
-        CLN_PAIR_ROW(K);                                                             \
+        CLN_WORDS_ROW(K);                                                            \
         __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);           \
         _Pragma("unroll") for (uint i = 0; i < (K); i++) {                           \
             ulong c = (ulong)i * team + lane;                                        \
@@ -305,10 +305,10 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         CLN_RMS_REG_TAIL((K), CLN_SLOTW, CLN_PF_SQ, CLN_PF_AMAX, CLN_PUTW);              \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_words || CLN_ONLY_clnorm_add_rmsnorm_words
-CLN_RMS_PAIR_KERNELS(words, CLN_PAIR_SLOTS(CLN_REG_K))
+CLN_RMS_WORDS_KERNELS(words, CLN_WORD_SLOTS(CLN_REG_K))
 #endif
 #if !CLN_ONLY || CLN_ONLY_clnorm_rmsnorm_words_half || CLN_ONLY_clnorm_add_rmsnorm_words_half
-CLN_RMS_PAIR_KERNELS(words_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2)
+CLN_RMS_WORDS_KERNELS(words_half, CLN_WORD_SLOTS(CLN_REG_K) / 2)
 #endif
 
 /* ---- Split rows: stage one leaves per slice (sum of squares, max |x|, e) where

@@ -6,7 +6,7 @@
    Variants, chosen by the host plan:
    - stream: a team of work-items per row, reading the row from memory each pass;
    - reg:    the row is held in registers (up to CLN_REG_K elements per work-item, or
-             in words of CLN_WORD elements: the paired forms), so it is read once and
+             in words of CLN_WORD elements: the words forms), so it is read once and
              exp is taken once per element where the weights stay in registers;
    - split:  several work-groups per row; each reduces its slice to a partial (m, l),
              then each merges its row's partials and writes its slice. */
@@ -55,8 +55,8 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
 
 /* The register forms share their steps (macros, since OpenCL C has no templates):
    K slots of register type RT, n of them filled; SLOT(i) is slot i as float (plain
-   form) or cln_pf (paired forms: a word as floats); W(i, f) keeps the weights f of
-   slot i in place, or does nothing where the registers stay packed (16-bit full paired
+   form) or cln_pf (words forms: a word as floats); W(i, f) keeps the weights f of
+   slot i in place, or does nothing where the registers stay packed (16-bit full words
    form), and OUT(i, WF) gives slot i's weights for the write, from the registers or
    by exp again (WF). The weights are taken under the work-item's own maximum in the
    online form and rescaled once per work-item after the merge, so both algorithms
@@ -128,9 +128,9 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 }
 #endif
 
-/* The paired register forms: word i * team + lane of the row (its CLN_WORD elements)
+/* The words register forms: word i * team + lane of the row (its CLN_WORD elements)
    lives in v[i]; cols is a multiple of CLN_WORD. Two sizes, as for RMSNorm:
-   - _words holds CLN_PAIR_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
+   - _words holds CLN_WORD_SLOTS(CLN_REG_K) words. 16-bit words stay packed there, so
      that a register carries as many bytes of the row as in float32, and exp is taken
      again for the write.
    - _words_half holds half as many words, as floats in every dtype: the weights stay
@@ -148,14 +148,14 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
 #define CLN_SLOT_PW(i) cln_unpackw(v[i])
 #define CLN_UNPACKED(w) cln_unpackw(w)
 #define CLN_PACKED(w) (w)
-#define CLN_STORE_PAIR(i, o) (yr[(i) * team + lane] = cln_packw(o))
+#define CLN_STORE_WORD(i, o) (yr[(i) * team + lane] = cln_packw(o))
 /* Every work-item of the group holds all K of its slots: the row is exactly team * K
    words and every row of the group exists (rows of a power-of-two length, mostly).
    Uniform over the group. The loops then run without guards, which pays where a
    group's own loads are all that is in flight; float32 in teams under
    CLN_FULL_F32_TEAM keeps the guards, and its half kernel (teams of 256 at most) has
    no unguarded copy at all (docs/DESIGN.md, 'Unguarded slot loops'). GPU builds only:
-   CPUs run the paired kernels only when forced, and PoCL's compile time grows with
+   CPUs run the words kernels only when forced, and PoCL's compile time grows with
    every copy of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
    -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
 #ifndef CLN_FULL_F32_TEAM
@@ -169,7 +169,7 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
      (words) == (ulong)team * (K) &&                                                 \
      ((ulong)get_group_id(0) + 1) * (get_local_size(0) / team) <= rows)
 #endif
-#define CLN_SM_PAIR_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT, HAS_FULL)       \
+#define CLN_SM_WORDS_KERNEL(SUFFIX, K, RT, LOADW, SLOT, W, OUT, KEPT, HAS_FULL)      \
     __kernel void clnorm_softmax_##SUFFIX(                                           \
         __global const cln_t *x, ulong xoff, ulong xld, __global cln_t *y, ulong yoff, \
         ulong yld, ulong rows, ulong cols, uint online, uint team,                   \
@@ -188,15 +188,15 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
             _Pragma("unroll") for (uint i = 0; i < (K); i++)                         \
                 v[i] = i < n ? LOADW(xr[i * team + lane]) : (RT)0;                   \
         }                                                                            \
-        CLN_REG_SOFTMAX(K, full, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_PAIR) \
+        CLN_REG_SOFTMAX(K, full, cln_pf, SLOT, CLN_PF_MAX, CLN_SUMW, W, OUT, KEPT, CLN_STORE_WORD) \
     }
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_words
-CLN_SM_PAIR_KERNEL(words, CLN_PAIR_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
-                   CLN_OUT_PW, CLN_KEPT_PW, 1)
+CLN_SM_WORDS_KERNEL(words, CLN_WORD_SLOTS(CLN_REG_K), cln_pw, CLN_PACKED, CLN_SLOT_PW, CLN_W_PW,
+                    CLN_OUT_PW, CLN_KEPT_PW, 1)
 #endif
 #if !CLN_ONLY || CLN_ONLY_clnorm_softmax_words_half
-CLN_SM_PAIR_KERNEL(words_half, CLN_PAIR_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V,
-                   CLN_W_V, CLN_OUT_V, 1, CLN_DTYPE != 0)
+CLN_SM_WORDS_KERNEL(words_half, CLN_WORD_SLOTS(CLN_REG_K) / 2, cln_pf, CLN_UNPACKED, CLN_SLOT_V,
+                    CLN_W_V, CLN_OUT_V, 1, CLN_DTYPE != 0)
 #endif
 
 /* The statistics alone, as float32: row_max (NaN for a NaN row) and row_sum. */

@@ -34,13 +34,13 @@ const char *clnorm_dtype_name(clnorm_dtype d)
 }
 
 clnorm_status cln_plan_call(const cln_settings *s, const cln_profile *p, cln_op *op,
-                            clnorm_dtype dtype, size_t rows, size_t cols, int no_pairs,
+                            clnorm_dtype dtype, size_t rows, size_t cols, int no_words,
                             cln_limits *lim, cln_plan *out, int *tuned)
 {
     char why[512] = "";
     clnorm_status st;
     *lim = s->lim;
-    lim->no_pairs = no_pairs;
+    lim->no_words = no_words;
     *tuned = 0;
     /* The plan takes a forced fast path as the device's, whichever it is; the NVIDIA
        hint names one. */
@@ -119,7 +119,7 @@ clnorm_status clnorm_plan_query(cl_device_id device, const clnorm_plan_hints *hi
     int tuned;
     if ((st = cln_plan_call(&s, prof, &o, dtype, rows ? rows : 1, cols, 0, &lim, &pl, &tuned)))
         return st;
-    cln_plan_info_fill(&pl, dtype, cln_pair_word(prof, lim.pair_word), tuned, out);
+    cln_plan_info_fill(&pl, dtype, cln_word_size(prof, lim.word), tuned, out);
     return CLNORM_SUCCESS;
 }
 

@@ -77,7 +77,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     } memo;
     const cln_settings *set = cln_settings_now();
     const char *extra = set->cfg->pub.build_options;
-    const size_t word = cln_pair_word(p, set->lim.pair_word);
+    const size_t word = cln_word_size(p, set->lim.word);
     if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
         memo.word == word &&
         !strcmp(memo.extra, extra) && strlen(memo.out) < len) {

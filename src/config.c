@@ -32,7 +32,7 @@ static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
     return 1;
 }
 
-size_t cln_pair_word_env(void)
+size_t cln_env_word(void)
 {
     const char *s = getenv("CLNORM_PAIR_WORD");
     if (!s || !*s) return 0;
@@ -70,7 +70,7 @@ static clnorm_status cln_hints_from_env(clnorm_plan_hints *h)
             st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_REDUCTION=\"%s\" "
                           "is not auto, subgroup or local", r);
     }
-    size_t word = cln_pair_word_env();
+    size_t word = cln_env_word();
     if (word != (size_t)-1) h->word = word;
     else if (!st)
         st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PAIR_WORD=\"%s\" "
@@ -188,7 +188,7 @@ static void cln_hints_limits(const clnorm_plan_hints *h, cln_limits *l)
     l->force_path = h->reduction;
     l->force_variant = h->variant;
     l->force_slices = h->split;
-    l->pair_word = h->word;
+    l->word = h->word;
 }
 
 /* Every field of src that is not automatic replaces dst's. */

@@ -24,7 +24,7 @@ typedef struct cln_config {
    call's thread, its queue and the configuration merged field by field. */
 typedef struct cln_settings {
     const cln_config *cfg;
-    cln_limits lim;       /* merged hints as limits (no_pairs 0) */
+    cln_limits lim;       /* merged hints as limits (no_words 0) */
     int programs;         /* a clnorm_programs */
     int tuning;           /* 1 use the tuning table, 0 not, -1 automatic */
 } cln_settings;

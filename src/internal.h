@@ -137,11 +137,11 @@ typedef struct cln_limits {
                              SUBGROUP; SUBGROUP means the device's fast path) */
     int force_variant;    /* CLNORM_VARIANT: -1 auto, else a cln_variant */
     size_t force_slices;  /* CLNORM_SPLIT: work-groups per row for the split variant */
-    int no_pairs;         /* set by the caller when some view's rows do not all start
-                             at a multiple of the paired word: the paired variant is
+    int no_words;         /* set by the caller when some view's rows do not all start
+                             at a multiple of the word: the words variant is
                              then off */
-    size_t pair_word;     /* CLNORM_PAIR_WORD: elements per paired word (2 or 4), 0 for
-                             the device's choice (cln_pair_word) */
+    size_t word;          /* CLNORM_PAIR_WORD: elements per word of the words variant
+                             (2 or 4), 0 for the device's choice (cln_word_size) */
 } cln_limits;
 
 typedef struct cln_plan {
@@ -151,7 +151,7 @@ typedef struct cln_plan {
                              trees at run time where (wg, team) do not suit it */
     cln_kernel_id k1, k2, k3; /* stage kernels; CLN_K_COUNT where a stage is absent */
     int online;           /* register variant of softmax: online (1) or three-pass (0) */
-    int pair_half;        /* paired RMSNorm: the kernels with half the slots */
+    int words_half;       /* words variant: the kernels with half the slots */
     size_t wg;            /* work-group size */
     size_t team;          /* work-items per row; divides wg (== wg for split) */
     size_t rows_per_wg;   /* wg / team */
@@ -172,7 +172,7 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
-   CLN_RMS_REG_K and paired slots); 0 for the streaming and split variants. */
+   CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
 /* The plan of this thread's last enqueued operation (ops.c); 0 before the first. */
 CLN_HIDDEN int cln_last_plan(cln_plan *out);
@@ -239,13 +239,13 @@ CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
 /* Compile options for (profile, dtype, path); writes into buf. */
 /* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
 CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
-/* Elements per word of the paired register kernels (CLN_WORD in cl/dtype.cl) on p:
+/* Elements per word of the words kernels (CLN_WORD in cl/dtype.cl) on p:
    forced (2 or 4) if not 0, else the device's choice. The programs are built with it
    and the plan and the views' alignment check follow it. */
-CLN_HIDDEN size_t cln_pair_word(const cln_profile *p, size_t forced);
+CLN_HIDDEN size_t cln_word_size(const cln_profile *p, size_t forced);
 /* CLNORM_PAIR_WORD: 0 when unset, 2 or 4, or (size_t)-1 when invalid (config.c). */
-CLN_HIDDEN size_t cln_pair_word_env(void);
-/* The options of p's programs in dtype on path, with the paired word and the extra
+CLN_HIDDEN size_t cln_env_word(void);
+/* The options of p's programs in dtype on path, with the word and the extra
    options of the thread's current settings (config.h). */
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);

@@ -117,7 +117,7 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
 }
 
 /* 1 when some view's rows do not all start at a multiple of word elements, which the
-   paired register kernels need (they move words of that many elements). Views a
+   words kernels need (they move words of that many elements). Views a
    kernel does not use are zero. */
 static int cln_rows_misaligned(const cln_args *a, size_t word)
 {
@@ -130,7 +130,7 @@ static int cln_rows_misaligned(const cln_args *a, size_t word)
    CLNORM_TRACE: what ran, after the tuning table, the views' alignment and the
    compiled kernels' limits had their say. */
 typedef struct cln_call_info {
-    size_t word;         /* the paired word its programs were built with */
+    size_t word;         /* the word its programs were built with */
     int tuned;           /* the tuning table chose the plan */
     size_t kernel_limit; /* the compiled kernels' work-group limit that made it re-plan,
                             or 0 */
@@ -190,7 +190,7 @@ static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_i
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
     *profp = prof;
-    info->word = cln_pair_word(prof, set->lim.pair_word);
+    info->word = cln_word_size(prof, set->lim.word);
     info->kernel_limit = 0;
     /* The tuning table may resolve softmax AUTO in op. */
     st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),

@@ -41,7 +41,7 @@ void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
                  cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
     else
         snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
-                 cln_variant_name(pl->variant), pl->pair_half ? "-half" : "",
+                 cln_variant_name(pl->variant), pl->words_half ? "-half" : "",
                  cln_path_name(pl->path), pl->wg, pl->rows_per_wg, pl->groups);
 }
 
@@ -64,12 +64,12 @@ static size_t cln_div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 /* GPUs take words of 4: one 16-byte (float32) or 8-byte (16-bit) access per word
    instead of 8 or 4 bytes (see docs/DESIGN.md, 'Paired register kernels'). The price:
    rows whose length or start is a multiple of 2 but not of 4 take the plain register
-   form. CPUs run the paired kernels only when forced; they keep 2. The word is the
-   pair_word of the device's row in the plan table. */
-size_t cln_pair_word(const cln_profile *p, size_t forced)
+   form. CPUs run the words kernels only when forced; they keep 2. The word is the
+   word of the device's row in the plan table. */
+size_t cln_word_size(const cln_profile *p, size_t forced)
 {
     if (forced == 2 || forced == 4) return forced;
-    return cln_plan_params_for(p)->pair_word;
+    return cln_plan_params_for(p)->word;
 }
 
 /* Scratch bytes per work-group: (m, l) pairs need two floats per work-item. The
@@ -83,18 +83,18 @@ static size_t cln_local_floats(cln_op op, cln_variant v)
 /* The plan's kernels, stage by stage, from the table (src/kernels.c). */
 static void cln_kernels(cln_plan *pl)
 {
-    pl->k1 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 1);
-    pl->k2 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 2);
-    pl->k3 = cln_kernel_find(pl->op, pl->variant, pl->pair_half, 3);
+    pl->k1 = cln_kernel_find(pl->op, pl->variant, pl->words_half, 1);
+    pl->k2 = cln_kernel_find(pl->op, pl->variant, pl->words_half, 2);
+    pl->k3 = cln_kernel_find(pl->op, pl->variant, pl->words_half, 3);
 }
 
 /* Elements per work-item the register form of op holds (see cl/). RMSNorm's plain
    form holds fewer: with 32, NVIDIA spills around its rarely taken rescaling path
-   (docs/DESIGN.md, 'Register slots per work-item'). The paired forms hold CLN_REG_K
+   (docs/DESIGN.md, 'Register slots per work-item'). The words forms hold CLN_REG_K
    (float32) or twice as many 16-bit elements in the same registers (cl/dtype.cl). */
-static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int pair)
+static size_t cln_reg_k(cln_op op, clnorm_dtype dtype, int words)
 {
-    if (pair) return dtype != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
+    if (words) return dtype != CLNORM_F32 ? 2 * CLN_REG_K : CLN_REG_K;
     return op == CLN_OP_RMSNORM || op == CLN_OP_ADD_RMSNORM ? CLN_RMS_REG_K : CLN_REG_K;
 }
 
@@ -102,7 +102,7 @@ size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype)
 {
     if (pl->variant != CLN_VAR_REGISTERS && pl->variant != CLN_VAR_WORDS) return 0;
     size_t k = cln_reg_k(pl->op, dtype, pl->variant == CLN_VAR_WORDS);
-    return pl->pair_half ? k / 2 : k;
+    return pl->words_half ? k / 2 : k;
 }
 
 static int cln_has_variant(cln_op op, cln_variant v)
@@ -137,7 +137,7 @@ typedef struct cln_plan_in {
 /* How the register form would hold a row. */
 typedef struct cln_plan_regs {
     int words;            /* the words variant possible: whole words, none refused */
-    int half;             /* the paired kernels with half the slots */
+    int half;             /* the words kernels with half the slots */
     size_t k;             /* elements per work-item of the kernel that would run */
     size_t team;          /* the power-of-two team that holds the row */
     int fits;             /* that team runs, and the row should stay in registers */
@@ -197,7 +197,7 @@ static clnorm_status cln_plan_path(const cln_plan_in *in, cln_path *path)
     return CLNORM_SUCCESS;
 }
 
-/* Step 3, part one: whether paired rows take the kernels with half the slots (see
+/* Step 3, part one: whether rows of words take the kernels with half the slots (see
    docs/DESIGN.md, 'Half and full paired kernels'). RMSNorm and 16-bit softmax take
    them wherever a narrow enough team then holds the row; 16-bit softmax holds its
    words unpacked there, so that its weights stay in place. float32 softmax takes them
@@ -216,7 +216,7 @@ static int cln_plan_half(const cln_plan_in *in, int words, size_t k)
     return !(in->lim->force_team && in->lim->force_team * (k / 2) < in->cols);
 }
 
-/* Step 3: the register form's shape. The paired form wants whole words at every row
+/* Step 3: the register form's shape. The words form wants whole words at every row
    start; it is the register form wherever it can run (see docs/DESIGN.md, 'Paired
    register kernels'). CLNORM_VARIANT=reg keeps the plain form. */
 static cln_plan_regs cln_plan_registers(const cln_plan_in *in)
@@ -224,14 +224,14 @@ static cln_plan_regs cln_plan_registers(const cln_plan_in *in)
     const cln_plan_params *t = in->t;
     const cln_limits *lim = in->lim;
     cln_plan_regs r;
-    const size_t word = cln_pair_word(in->p, lim->pair_word);
-    r.words = in->cols % word == 0 && !lim->no_pairs && lim->force_variant != CLN_VAR_REGISTERS;
+    const size_t word = cln_word_size(in->p, lim->word);
+    r.words = in->cols % word == 0 && !lim->no_words && lim->force_variant != CLN_VAR_REGISTERS;
     r.k = cln_reg_k(in->op, in->dtype, r.words);
     r.half = cln_plan_half(in, r.words, r.k);
     if (r.half) r.k /= 2;
     r.team = cln_pow2_ceil(cln_div_up(in->cols, r.k));
     r.fits = r.team <= in->max_wg && r.team <= t->reg_team_max;
-    /* 16-bit softmax rows that need a wide register team stay paired in the full form
+    /* 16-bit softmax rows that need a wide register team stay in words in the full form
        where the row nearly fills the slots, and stream otherwise; the plain register
        form (rows not of whole words) loads 2 bytes at a time and streams too (see
        docs/DESIGN.md, '16-bit softmax'). */
@@ -508,7 +508,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     if ((var == CLN_VAR_REGISTERS || var == CLN_VAR_WORDS) && team * regs.k < cols)
         var = CLN_VAR_STREAM;
     out->variant = var;
-    out->pair_half = var == CLN_VAR_WORDS && regs.half;
+    out->words_half = var == CLN_VAR_WORDS && regs.half;
     out->wg = wg;
     out->team = team;
     out->rows_per_wg = wg / team;

@@ -25,14 +25,14 @@ typedef struct cln_plan_params {
     /* Scratch floats per work-item: 'Constants chosen without a measurement'. */
     size_t local_floats;
 
-    /* ---- register and paired forms */
-    /* Elements per paired word: 'Paired register kernels'. */
-    size_t pair_word;
+    /* ---- register and words forms */
+    /* Elements per word: 'Paired register kernels'. */
+    size_t word;
     /* Unforced plans hold rows that fit in registers: 'Paired register kernels'. */
     int auto_registers;
     /* Widest register team: 'Constants chosen without a measurement'. */
     size_t reg_team_max;
-    /* Widest team of the half paired kernels: 'Half and full paired kernels'. */
+    /* Widest team of the half words kernels: 'Half and full paired kernels'. */
     size_t half_team_max;
     /* float32 softmax: half kernels from this full team: 'Half and full paired kernels'. */
     size_t soft32_half_team_min;
