@@ -16,16 +16,6 @@
 #define CLN_MAX_PLATFORMS 32
 #define CLN_MAX_DEVICES 64
 
-const char *cln_path_name(cln_path p)
-{
-    switch (p) {
-    case CLN_PATH_LOCAL: return "local";
-    case CLN_PATH_SUBGROUP: return "subgroup";
-    case CLN_PATH_NV: return "nv-shuffle";
-    }
-    return "?";
-}
-
 clnorm_status cln_device_list(cln_device_ref *out, size_t cap, size_t *n)
 {
     cl_platform_id plats[CLN_MAX_PLATFORMS];

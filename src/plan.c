@@ -10,41 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cln_op_name(cln_op op)
-{
-    switch (op) {
-    case CLN_OP_RMSNORM: return "rmsnorm";
-    case CLN_OP_SOFTMAX_THREE_PASS: return "softmax-3pass";
-    case CLN_OP_SOFTMAX_ONLINE: return "softmax-online";
-    case CLN_OP_STATS: return "softmax-stats";
-    case CLN_OP_ADD_RMSNORM: return "add-rmsnorm";
-    case CLN_OP_SOFTMAX_AUTO: return "softmax-auto";
-    }
-    return "?";
-}
-
-const char *cln_variant_name(cln_variant v)
-{
-    switch (v) {
-    case CLN_VAR_STREAM: return "stream";
-    case CLN_VAR_REGISTERS: return "reg";
-    case CLN_VAR_SPLIT: return "split";
-    case CLN_VAR_WORDS: return "words";
-    }
-    return "?";
-}
-
-void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
-{
-    if (pl->variant == CLN_VAR_SPLIT)
-        snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
-                 cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
-    else
-        snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
-                 cln_variant_name(pl->variant), pl->words_half ? "-half" : "",
-                 cln_path_name(pl->path), pl->wg, pl->rows_per_wg, pl->groups);
-}
-
 static size_t cln_pow2_floor(size_t v)
 {
     size_t p = 1;

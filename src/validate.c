@@ -5,18 +5,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-size_t cln_dtype_size(clnorm_dtype d) { return d == CLNORM_F32 ? 4 : 2; }
-
-const char *cln_dtype_name(clnorm_dtype d)
-{
-    switch (d) {
-    case CLNORM_F32: return "f32";
-    case CLNORM_F16: return "f16";
-    case CLNORM_BF16: return "bf16";
-    }
-    return "?";
-}
-
 clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id *dev)
 {
     if (!q) return cln_fail(CLNORM_INVALID_ARGUMENT, "queue is NULL");
