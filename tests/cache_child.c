@@ -1,10 +1,11 @@
 /* Helper of disk_cache_processes: one process start against the cache folder in
    CLNORM_CACHE_DIR. Runs one softmax on a session of SPEC ("" = default), checks it,
-   and with "warm" also that the program came from the disk cache where the device
-   stores binaries; "prewarm" runs with a disk cache folder of its own, to fill only
-   the driver's own caches. Exit 0 good, 1 a failed call or a wrong value, 3 not warm. */
+   and with "warm" (which the case passes only where the device stores binaries) also
+   that the program came from the disk cache; "prewarm" runs with a disk cache folder
+   of its own, to fill only the driver's own caches. Exit 0 good, 1 a failed call or a
+   wrong value, 3 not warm. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <stdlib.h>
 #include <math.h>
@@ -18,10 +19,15 @@ int main(int argc, char **argv)
     /* prewarm: a folder of its own, so that the driver builds the very programs the
        others will (on PoCL, a program per kernel where the disk cache is on). */
     if (argc > 2 && !strcmp(argv[2], "prewarm")) {
-        const char *dir = getenv("CLNORM_CACHE_DIR");
-        static char own[4200];
-        snprintf(own, sizeof own, "%s/prewarm", dir && *dir ? dir : "/tmp");
-        setenv("CLNORM_CACHE_DIR", own, 1);
+        clnorm_config cfg;
+        clnorm_config_get(&cfg);
+        char own[sizeof cfg.cache_dir];
+        snprintf(own, sizeof own, "%.1000s/prewarm", *cfg.cache_dir ? cfg.cache_dir : "/tmp");
+        snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s", own);
+        if (clnorm_config_set(&cfg) != CLNORM_SUCCESS) {
+            fprintf(stderr, "cache_child: %s\n", clnorm_last_error());
+            return 1;
+        }
     }
     enum { ROWS = 8, COLS = 1000 };
     static float x[ROWS * COLS], m[ROWS], l[ROWS];
@@ -45,16 +51,12 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    cl_device_id dev;
-    const cln_profile *p = NULL;
-    clGetCommandQueueInfo(clnorm_session_queue(s), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
-    cln_profile_get(dev, &p);
-    cln_disk_stats ds;
-    cln_disk_stats_get(&ds);
+    clnorm_cache_stats cs;
+    clnorm_cache_stats_get(&cs);
     clnorm_session_destroy(s);
-    if (warm && p && cln_stores_programs(p) && (ds.hits != 1 || ds.misses || ds.rejected)) {
-        fprintf(stderr, "cache_child: warm start: %lu hits, %lu misses, %lu rejected\n", ds.hits,
-                ds.misses, ds.rejected);
+    if (warm && (cs.disk_hits != 1 || cs.disk_misses || cs.disk_rejected)) {
+        fprintf(stderr, "cache_child: warm start: %lu hits, %lu misses, %lu rejected\n",
+                cs.disk_hits, cs.disk_misses, cs.disk_rejected);
         return 3;
     }
     return 0;

@@ -13,6 +13,7 @@
 #define _XOPEN_SOURCE 700
 #include "test.h"
 #include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -157,7 +158,7 @@ static int no_program_files_case(const cln_profile *p, const char *what)
 {
     if (cln_disk_reads_binaries(p)) return 0;
     char *dir = fresh_dir();
-    t_setenv("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_CACHE_DIR", dir);
     cln_disk_stats s0, s1;
     clnorm_release_cache(T.ctx);
     stats(&s0);
@@ -187,7 +188,7 @@ void test_disk_cache_roundtrip(void)
     if (no_program_files_case(p, "disk_cache_roundtrip")) return;
     char *root = fresh_dir(), dir[4200], buf[4200];
     snprintf(dir, sizeof dir, "%s/a/b/clnorm", root); /* created on first store */
-    t_setenv("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_CACHE_DIR", dir);
     int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     prog_id_of(p, CLNORM_F32, dir, &id);
@@ -238,21 +239,21 @@ void test_disk_cache_roundtrip(void)
     NOTE("first call after dropping the memory cache: cold %.3f s, warm %.3f s", cold, warm);
 
     /* Where the folder is when CLNORM_CACHE_DIR is unset, and "off". */
-    t_setenv("CLNORM_CACHE_DIR", NULL);
+    t_config("CLNORM_CACHE_DIR", NULL);
     snprintf(buf, sizeof buf, "%s/xdg", root);
-    t_setenv("XDG_CACHE_HOME", buf);
+    t_config("XDG_CACHE_HOME", buf);
     char got[4200], want[4300];
     snprintf(want, sizeof want, "%s/xdg/clnorm", root);
     CHECK(cln_disk_dir(got, sizeof got, 1) == CLN_DISK_OK && !strcmp(got, want),
           "XDG_CACHE_HOME: folder \"%s\", expected \"%s\"", got, want);
     CHECK(mode_of(want) == 0700, "%s mode %o, expected 700", want, (unsigned)mode_of(want));
-    t_setenv("XDG_CACHE_HOME", "relative/path"); /* the XDG rule: ignored */
+    t_config("XDG_CACHE_HOME", "relative/path"); /* the XDG rule: ignored */
     snprintf(buf, sizeof buf, "%s/home", root);
-    t_setenv("HOME", buf);
+    t_config("HOME", buf);
     snprintf(want, sizeof want, "%s/home/.cache/clnorm", root);
     CHECK(cln_disk_dir(got, sizeof got, 0) == CLN_DISK_OK && !strcmp(got, want),
           "HOME: folder \"%s\", expected \"%s\"", got, want);
-    t_setenv("CLNORM_CACHE_DIR", "off");
+    t_config("CLNORM_CACHE_DIR", "off");
     CHECK(cln_disk_dir(got, sizeof got, 1) == CLN_DISK_OFF, "CLNORM_CACHE_DIR=off not off");
     rm_rf(root);
     free(root);
@@ -274,7 +275,7 @@ void test_disk_cache_damaged(void)
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_damaged")) return;
     char *dir = fresh_dir();
-    t_setenv("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_CACHE_DIR", dir);
     int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id, other;
     make_good_file(p, CLNORM_F32, dir, &id);
@@ -393,7 +394,7 @@ void test_disk_cache_unusable(void)
     snprintf(path, sizeof path, "%s/file", root);
     write_all(path, "x", 1);
     snprintf(path, sizeof path, "%s/file/sub/clnorm", root);
-    t_setenv("CLNORM_CACHE_DIR", path);
+    t_config("CLNORM_CACHE_DIR", path);
     stats(&s0);
     call_unharmed("a file in the folder's path");
     stats(&s1);
@@ -406,7 +407,7 @@ void test_disk_cache_unusable(void)
     } else {
         snprintf(path, sizeof path, "/proc/self");
     }
-    t_setenv("CLNORM_CACHE_DIR", path);
+    t_config("CLNORM_CACHE_DIR", path);
     call_unharmed("a read-only folder");
 
     /* A full disk: a file size limit makes writes fail part-way (EFBIG). The driver's
@@ -416,11 +417,11 @@ void test_disk_cache_unusable(void)
         NOTE("full disk: not tried on %s, where clnorm writes nothing", p->platform_name);
         goto off;
     }
-    t_setenv("CLNORM_CACHE_DIR", "off");
+    t_config("CLNORM_CACHE_DIR", "off");
     clnorm_release_cache(T.ctx);
     CHECK_ST(one_op(CLNORM_F32), CLNORM_SUCCESS);
     snprintf(path, sizeof path, "%s/full", root);
-    t_setenv("CLNORM_CACHE_DIR", path);
+    t_config("CLNORM_CACHE_DIR", path);
     struct rlimit old, small = {4096, 0};
     getrlimit(RLIMIT_FSIZE, &old);
     small.rlim_max = old.rlim_max;
@@ -441,9 +442,9 @@ off:
     /* Disabled: nothing written anywhere. */
     snprintf(path, sizeof path, "%s/home", root);
     mkdir(path, 0700);
-    t_setenv("HOME", path);
-    t_setenv("XDG_CACHE_HOME", NULL);
-    t_setenv("CLNORM_CACHE_DIR", "off");
+    t_config("HOME", path);
+    t_config("XDG_CACHE_HOME", NULL);
+    t_config("CLNORM_CACHE_DIR", "off");
     stats(&s0);
     call_unharmed("CLNORM_CACHE_DIR=off");
     stats(&s1);
@@ -504,7 +505,7 @@ void test_disk_cache_processes(void)
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_processes")) return;
     char *dir = fresh_dir();
-    t_setenv("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_CACHE_DIR", dir);
     int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     prog_id_of(p, CLNORM_F32, dir, &id);
@@ -572,7 +573,7 @@ void test_disk_cache_invalidate(void)
     if (!p) return;
     if (no_program_files_case(p, "disk_cache_invalidate")) return;
     char *dir = fresh_dir();
-    t_setenv("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_CACHE_DIR", dir);
     int stores = cln_stores_programs(p); /* with the folder set: PoCL's depends on it */
     prog_id id;
     make_good_file(p, CLNORM_F32, dir, &id);
@@ -612,7 +613,7 @@ void test_disk_cache_invalidate(void)
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
     mkdir(kdir, 0700);
     if (!CHECK(write_sources(kdir) == 0, "writing the kernel sources to %s", kdir)) goto done;
-    t_setenv("CLNORM_KERNEL_DIR", kdir);
+    t_config("CLNORM_KERNEL_DIR", kdir);
     cln_disk_stats s0, s1;
     clnorm_release_cache(T.ctx);
     stats(&s0);
@@ -628,7 +629,7 @@ void test_disk_cache_invalidate(void)
               "the old source's key still reads from %s", id.path);
         free(b);
     }
-    t_setenv("CLNORM_KERNEL_DIR", NULL);
+    t_config("CLNORM_KERNEL_DIR", NULL);
     clnorm_release_cache(T.ctx);
     stats(&s0);
     CHECK_ST(one_op(CLNORM_F32), CLNORM_SUCCESS);
@@ -644,11 +645,17 @@ done:
 }
 
 /* ---- tuning_file ------------------------------------------------------------------- */
-static int applied(const cln_profile *p, cln_op *op, clnorm_dtype dt, size_t rows, size_t cols,
-                   cln_limits *lim)
+/* Whether the device's tuning table chose the plan of a call of (*op, dt, rows, cols)
+   under the configuration now, as a plan query reports it; *pl receives the plan and
+   *op the operation it resolved to. */
+static int applied(cln_op *op, clnorm_dtype dt, size_t rows, size_t cols, clnorm_plan_info *pl)
 {
-    CHECK_ST(cln_limits_from_env(lim), CLNORM_SUCCESS);
-    return cln_tuning_apply(p, op, dt, rows, cols, lim);
+    memset(pl, 0, sizeof *pl);
+    if (!CHECK_ST(clnorm_plan_query(T.dev, NULL, (clnorm_op)*op, dt, rows, cols, pl),
+                  CLNORM_SUCCESS))
+        return 0;
+    *op = (cln_op)pl->op;
+    return pl->tuned;
 }
 
 static void check_softmax(clnorm_dtype dt, top op, size_t rows, size_t cols)
@@ -667,12 +674,12 @@ void test_tuning_file(void)
     const cln_profile *p = profile();
     if (!p) return;
     char *dir = fresh_dir(), path[4300];
-    t_setenv("CLNORM_CACHE_DIR", dir);
-    t_setenv("CLNORM_TUNING", NULL);
+    t_config("CLNORM_CACHE_DIR", dir);
+    t_config("CLNORM_TUNING", NULL);
     cln_tuning_reset();
-    cln_limits lim;
+    clnorm_plan_info pl;
     cln_op op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 256, 1024, &lim), "a table applied with no file");
+    CHECK(!applied(&op, CLNORM_F32, 256, 1024, &pl), "a table applied with no file");
 
     /* Shapes unlike the built-in ones but valid here. */
     size_t wg = p->max_wg >= 64 ? 32 : p->max_wg, max_wg = p->max_wg;
@@ -701,33 +708,33 @@ void test_tuning_file(void)
     }
 
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(applied(p, &op, CLNORM_F32, 256, 1024, &lim) && lim.force_wg == wg &&
-          lim.force_team == e[0].team && lim.force_variant == CLN_VAR_STREAM,
-          "the entry was not applied: wg %zu team %zu variant %d", lim.force_wg, lim.force_team,
-          lim.force_variant);
+    CHECK(applied(&op, CLNORM_F32, 256, 1024, &pl) && pl.work_group == wg &&
+          pl.items_per_row == e[0].team && pl.variant == CLNORM_VARIANT_STREAM,
+          "the entry was not applied: wg %zu team %zu variant %d", pl.work_group,
+          pl.items_per_row, (int)pl.variant);
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(applied(p, &op, CLNORM_F32, 300, 3000, &lim), "not applied within a factor of 4");
+    CHECK(applied(&op, CLNORM_F32, 300, 3000, &pl), "not applied within a factor of 4");
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 256, 100, &lim), "applied 10x from its columns");
+    CHECK(!applied(&op, CLNORM_F32, 256, 100, &pl), "applied 10x from its columns");
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 8, 1024, &lim), "applied to 8 rows, tuned on 256");
+    CHECK(!applied(&op, CLNORM_F32, 8, 1024, &pl), "applied to 8 rows, tuned on 256");
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F16, 256, 1024, &lim), "applied to another dtype");
+    CHECK(!applied(&op, CLNORM_F16, 256, 1024, &pl), "applied to another dtype");
     op = CLN_OP_SOFTMAX_AUTO;
-    CHECK(applied(p, &op, CLNORM_F32, 256, 1024, &lim) && op == CLN_OP_SOFTMAX_ONLINE,
+    CHECK(applied(&op, CLNORM_F32, 256, 1024, &pl) && op == CLN_OP_SOFTMAX_ONLINE,
           "softmax AUTO did not take the table's algorithm (op %s)", cln_op_name(op));
     op = CLN_OP_RMSNORM;
-    CHECK(applied(p, &op, CLNORM_F32, 4, 262144, &lim) && lim.force_slices == 8 &&
-          lim.force_variant == CLN_VAR_SPLIT, "the split entry was not applied");
-    t_setenv("CLNORM_WORK_GROUP", "64");
+    CHECK(applied(&op, CLNORM_F32, 4, 262144, &pl) && pl.split == 8 &&
+          pl.variant == CLNORM_VARIANT_SPLIT, "the split entry was not applied");
+    t_config("CLNORM_WORK_GROUP", "64");
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 256, 1024, &lim) && lim.force_wg == 64,
+    CHECK(!applied(&op, CLNORM_F32, 256, 1024, &pl) && pl.work_group == 64,
           "the table overrode CLNORM_WORK_GROUP");
-    t_setenv("CLNORM_WORK_GROUP", NULL);
-    t_setenv("CLNORM_TUNING", "off");
+    t_config("CLNORM_WORK_GROUP", NULL);
+    t_config("CLNORM_TUNING", "off");
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 256, 1024, &lim), "CLNORM_TUNING=off applied the table");
-    t_setenv("CLNORM_TUNING", NULL);
+    CHECK(!applied(&op, CLNORM_F32, 256, 1024, &pl), "CLNORM_TUNING=off applied the table");
+    t_config("CLNORM_TUNING", NULL);
 
     /* The library runs the tuned plans, with right values. */
     check_softmax(CLNORM_F32, OP_SOFTMAX_ONLINE, 256, 1024);
@@ -739,7 +746,7 @@ void test_tuning_file(void)
     big.wg = big.team = max_wg * 2;
     cln_tuning_write(p, &big, 1);
     op = CLN_OP_SOFTMAX_ONLINE;
-    CHECK(!applied(p, &op, CLNORM_F32, 256, 1024, &lim), "an impossible entry was applied");
+    CHECK(!applied(&op, CLNORM_F32, 256, 1024, &pl), "an impossible entry was applied");
     check_softmax(CLNORM_F32, OP_SOFTMAX_ONLINE, 256, 1024);
 
     /* Damaged or stale tables are ignored. */
@@ -774,7 +781,7 @@ void test_tuning_file(void)
         free(b);
         cln_tuning_reset();
         op = CLN_OP_SOFTMAX_ONLINE;
-        CHECK(!applied(p, &op, CLNORM_F32, 256, 1024, &lim), "%s tuning file applied", what);
+        CHECK(!applied(&op, CLNORM_F32, 256, 1024, &pl), "%s tuning file applied", what);
         cln_tune_entry *t = NULL;
         size_t tn = 0;
         CHECK(cln_tuning_read(p, &t, &tn) != CLN_DISK_OK, "%s tuning file read as valid", what);

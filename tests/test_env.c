@@ -1,6 +1,6 @@
-/* pocl_pin: cln_pocl_pin_wanted (src/env.c). */
+/* pocl_pin: when the clnorm command pins PoCL's worker threads (tools/pin.c). */
 #include "test.h"
-#include "internal.h"
+#include "../tools/pin.h"
 
 #include <stddef.h>
 
@@ -21,7 +21,7 @@ void test_pocl_pin(void)
         {NULL, 2, 3, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int got = cln_pocl_pin_wanted(cases[i].env, cases[i].cpus, cases[i].prefix);
+        int got = tool_pocl_pin_wanted(cases[i].env, cases[i].cpus, cases[i].prefix);
         CHECK(got == cases[i].want, "POCL_AFFINITY=%s, %zu CPUs, CPUs 0..%zu allowed: pin %d, "
               "want %d", cases[i].env ? cases[i].env : "(unset)", cases[i].cpus,
               cases[i].prefix, got, cases[i].want);

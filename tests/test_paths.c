@@ -1,26 +1,27 @@
-/* reduction_paths and work_group_sizes: the environment overrides the library reads
-   at each call (CLNORM_REDUCTION, CLNORM_WORK_GROUP, CLNORM_ROW_THREADS,
-   CLNORM_MAX_WORK_GROUP, CLNORM_MAX_LOCAL_MEM), each with values verified on
-   awkward shapes. The runner restores the environment after the case. */
+/* reduction_paths and work_group_sizes: the plan hints of the reduction path, the
+   work-group size, the work-items per row and the device limits (which the
+   CLNORM_REDUCTION, CLNORM_WORK_GROUP, CLNORM_ROW_THREADS, CLNORM_MAX_WORK_GROUP and
+   CLNORM_MAX_LOCAL_MEM variables set too), forced for the calling thread, each with
+   values verified on awkward shapes. The runner clears the hints after the case. */
 #include "test.h"
-#include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char *env_now(void)
+/* The hints in force for this thread's calls. */
+static clnorm_plan_hints cur;
+
+static clnorm_status force(void) { return clnorm_set_thread_hints(&cur); }
+
+static const char *hints_now(void)
 {
     static char buf[256];
-    const char *names[] = {"CLNORM_REDUCTION", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
-                           "CLNORM_MAX_WORK_GROUP", "CLNORM_MAX_LOCAL_MEM"};
-    buf[0] = '\0';
-    for (size_t i = 0; i < COUNT_OF(names); i++) {
-        const char *v = getenv(names[i]);
-        if (v) {
-            size_t n = strlen(buf);
-            snprintf(buf + n, sizeof buf - n, "%s=%s ", names[i], v);
-        }
-    }
+    snprintf(buf, sizeof buf, "hints reduction %s, work_group %zu, items_per_row %zu, "
+             "max_work_group %zu, max_local_mem %llu",
+             cur.reduction < 0 ? "auto" : clnorm_reduction_name((clnorm_reduction)cur.reduction),
+             cur.work_group, cur.items_per_row, cur.max_work_group,
+             (unsigned long long)cur.max_local_mem);
     return buf;
 }
 
@@ -36,7 +37,7 @@ static clnorm_status try_op(top op, size_t rows, size_t cols)
     clnorm_status st = run_op(&a, &o);
     if (st == CLNORM_SUCCESS) verify_op(&a, &o);
     if (t_verbose())
-        NOTE("%s %zux%zu with %s: %s, %.3f s", op_name(op), rows, cols, env_now(),
+        NOTE("%s %zux%zu with %s: %s, %.3f s", op_name(op), rows, cols, hints_now(),
              clnorm_status_string(st), t_now() - t0);
     op_out_free(&o);
     free(x);
@@ -52,18 +53,17 @@ static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status 
         for (size_t s = 0; s < nshapes; s++) {
             clnorm_status st = try_op((top)op, shapes[s][0], shapes[s][1]);
             /* A forced work-group size is the one that ran, never silently replaced. */
-            const char *forced = getenv("CLNORM_WORK_GROUP");
-            cln_plan ran;
-            if (st == CLNORM_SUCCESS && forced && cln_last_plan(&ran))
-                CHECK(ran.wg == strtoull(forced, NULL, 10),
+            clnorm_plan_info ran;
+            if (st == CLNORM_SUCCESS && cur.work_group && clnorm_last_plan(&ran))
+                CHECK(ran.work_group == cur.work_group,
                       "%s %zux%zu with %s ran in work-groups of %zu", op_name((top)op),
-                      shapes[s][0], shapes[s][1], env_now(), ran.wg);
+                      shapes[s][0], shapes[s][1], hints_now(), ran.work_group);
             if (st == want) continue;
             if (st == also) { if (n_also) (*n_also)++; continue; }
             char err[1024];
             snprintf(err, sizeof err, "%s", clnorm_last_error());
             t_fail(__FILE__, __LINE__, "%s %zux%zu with %s: %s, expected %s; last error \"%s\"",
-                   op_name((top)op), shapes[s][0], shapes[s][1], env_now(),
+                   op_name((top)op), shapes[s][0], shapes[s][1], hints_now(),
                    clnorm_status_string(st), clnorm_status_string(want), err);
         }
 }
@@ -72,28 +72,41 @@ void test_reduction_paths(void)
 {
     static const size_t shapes[][2] = {{7, 1}, {3, 33}, {129, 128}, {5, 1000}, {2, 4097}, {1, 65537}};
     const char *paths[] = {"local", "subgroup", "auto"};
+    const int values[] = {CLNORM_REDUCTION_LOCAL, CLNORM_REDUCTION_SUBGROUP,
+                          CLNORM_REDUCTION_AUTO};
+    clnorm_plan_hints_init(&cur);
     for (size_t p = 0; p < COUNT_OF(paths); p++) {
-        t_setenv("CLNORM_REDUCTION", paths[p]);
+        cur.reduction = values[p];
+        if (!CHECK_ST(force(), CLNORM_SUCCESS)) continue;
         int unsupported = 0;
         /* Only a missing sub-group path may be UNSUPPORTED. */
         clnorm_status also = strcmp(paths[p], "subgroup") ? CLNORM_SUCCESS : CLNORM_UNSUPPORTED;
         expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, also, &unsupported);
         int total = OP_COUNT * (int)COUNT_OF(shapes);
         if (unsupported == total)
-            NOTE("CLNORM_REDUCTION=subgroup: UNSUPPORTED on this device (no sub-group path)");
+            NOTE("reduction subgroup: UNSUPPORTED on this device (no sub-group path)");
         else if (unsupported)
-            NOTE("CLNORM_REDUCTION=subgroup: UNSUPPORTED on %d of %d calls", unsupported, total);
+            NOTE("reduction subgroup: UNSUPPORTED on %d of %d calls", unsupported, total);
         else
-            NOTE("CLNORM_REDUCTION=%s: all %d calls verified", paths[p], total);
+            NOTE("reduction %s: all %d calls verified", paths[p], total);
     }
-    t_setenv("CLNORM_REDUCTION", NULL);
+    clnorm_set_thread_hints(NULL);
 }
 
-static void set_size(const char *name, size_t v)
+/* Forces work-group size wg with team work-items per row (0: the library's). A team
+   that does not divide the group is refused when set, naming the field; returns 0
+   then. */
+static int force_sizes(size_t wg, size_t team)
 {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%zu", v);
-    t_setenv(name, buf);
+    cur.work_group = wg;
+    cur.items_per_row = team;
+    if (wg && team && wg % team) {
+        CHECK_ST(force(), CLNORM_INVALID_ARGUMENT);
+        CHECK(strstr(clnorm_last_error(), "items_per_row") != NULL, "%s refused: \"%s\"",
+              hints_now(), clnorm_last_error());
+        return 0;
+    }
+    return CHECK_ST(force(), CLNORM_SUCCESS);
 }
 
 void test_work_group_sizes(void)
@@ -106,6 +119,7 @@ void test_work_group_sizes(void)
         if (base[i] < cap) sweep[nsweep++] = base[i];
     sweep[nsweep++] = cap;
     NOTE("device max work-group size %zu; sweeping up to %zu", dmax, cap);
+    clnorm_plan_hints_init(&cur);
     int beyond_256 = 0, runs = 0;
     for (size_t i = 0; i < nsweep; i++) {
         size_t wg = sweep[i];
@@ -117,11 +131,9 @@ void test_work_group_sizes(void)
         for (size_t t = 0; t < COUNT_OF(teams); t++) {
             size_t team = teams[t];
             if (t > 0 && team == teams[t - 1]) continue;
-            set_size("CLNORM_WORK_GROUP", wg);
-            set_size("CLNORM_ROW_THREADS", team);
             runs++;
-            if (wg % team) {
-                expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+            if (!force_sizes(wg, team)) {
+                continue;
             } else if (wg <= 256) {
                 expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
             } else {
@@ -135,47 +147,38 @@ void test_work_group_sizes(void)
     if (beyond_256) NOTE("%d calls with work-groups over 256 refused as beyond a kernel's limit", beyond_256);
     /* Where the kernels' reported limits are known to understate (NVIDIA, Rusticl),
        groups up to the device's maximum must run. */
-    const cln_profile *prof;
-    if (cln_profile_get(T.dev, &prof) == CLNORM_SUCCESS && prof->kernel_wg_understated)
+    clnorm_device_info info;
+    if (clnorm_device_describe(T.dev, 1, &info) == CLNORM_SUCCESS && info.kernel_wg_understated)
         CHECK(beyond_256 == 0, "%d calls over 256 refused on \"%s\", whose groups run up to %zu",
               beyond_256, T.dev_name, cap);
 
     /* Impossible: more than the device allows, more row threads than work-items. */
-    set_size("CLNORM_WORK_GROUP", dmax + 1);
-    set_size("CLNORM_ROW_THREADS", 1);
-    expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
-    set_size("CLNORM_WORK_GROUP", 32);
-    set_size("CLNORM_ROW_THREADS", 64);
-    expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+    if (force_sizes(dmax + 1, 1))
+        expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
+    force_sizes(32, 64); /* refused when set */
 
     /* Only one of the two forced: the library picks the other to fit. */
-    t_setenv("CLNORM_WORK_GROUP", NULL);
     const size_t alone[] = {1, 2, 16};
-    for (size_t i = 0; i < COUNT_OF(alone); i++) {
-        set_size("CLNORM_ROW_THREADS", alone[i]);
-        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
-    }
-    t_setenv("CLNORM_ROW_THREADS", NULL);
+    for (size_t i = 0; i < COUNT_OF(alone); i++)
+        if (force_sizes(0, alone[i]))
+            expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
     const size_t wg_alone[] = {1, 7, 64};
-    for (size_t i = 0; i < COUNT_OF(wg_alone); i++) {
-        set_size("CLNORM_WORK_GROUP", wg_alone[i]);
-        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
-    }
-    t_setenv("CLNORM_WORK_GROUP", NULL);
+    for (size_t i = 0; i < COUNT_OF(wg_alone); i++)
+        if (force_sizes(wg_alone[i], 0))
+            expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
 
     /* Lowered device limits: a small device and a Mali-like one. */
     const size_t limits[][2] = {{64, 16384}, {256, 32768}};
     for (size_t i = 0; i < COUNT_OF(limits); i++) {
-        set_size("CLNORM_MAX_WORK_GROUP", limits[i][0]);
-        set_size("CLNORM_MAX_LOCAL_MEM", limits[i][1]);
-        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
-        set_size("CLNORM_WORK_GROUP", limits[i][0]);
-        expect_all(shapes, 2, CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
-        set_size("CLNORM_WORK_GROUP", 2 * limits[i][0]);   /* over the lowered limit */
-        expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
-        t_setenv("CLNORM_WORK_GROUP", NULL);
+        cur.max_work_group = limits[i][0];
+        cur.max_local_mem = limits[i][1];
+        if (force_sizes(0, 0))
+            expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+        if (force_sizes(limits[i][0], 0))
+            expect_all(shapes, 2, CLNORM_SUCCESS, CLNORM_SUCCESS, NULL);
+        if (force_sizes(2 * limits[i][0], 0)) /* over the lowered limit */
+            expect_all(shapes, 1, CLNORM_INVALID_ARGUMENT, CLNORM_INVALID_ARGUMENT, NULL);
     }
-    t_setenv("CLNORM_MAX_WORK_GROUP", NULL);
-    t_setenv("CLNORM_MAX_LOCAL_MEM", NULL);
+    clnorm_set_thread_hints(NULL);
     NOTE("%d forced (work-group, row threads) pairs", runs);
 }

@@ -119,8 +119,8 @@ static void job_free(job *j)
 
 void test_split_scratch(void)
 {
-    t_setenv("CLNORM_VARIANT", "split");
-    t_setenv("CLNORM_SPLIT", "3");
+    t_config("CLNORM_VARIANT", "split");
+    t_config("CLNORM_SPLIT", "3");
     cl_command_queue_properties dprops = 0;
     clGetDeviceInfo(T.dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof dprops, &dprops, NULL);
     cl_command_queue qb = t_new_queue(T.ctx, T.dev, 0), qo = NULL;

@@ -102,8 +102,8 @@ void test_special_values(void)
     }
     /* Split rows (3 slices) merge partials that hold the special values; on CPUs the
        three-pass split keeps its weights in y between its stages. */
-    t_setenv("CLNORM_VARIANT", "split");
-    t_setenv("CLNORM_SPLIT", "3");
+    t_config("CLNORM_VARIANT", "split");
+    t_config("CLNORM_SPLIT", "3");
     for (size_t i = 1; i < COUNT_OF(lens); i++) {
         for (int op = OP_SOFTMAX_3PASS; op < OP_COUNT; op++) special_call((top)op, lens[i], 0);
         special_call(OP_RMSNORM, lens[i], 0.0f);

@@ -59,7 +59,7 @@ void test_threads(void)
        and cross-context waits run on every device. */
     for (int pass = 0; pass < 5; pass++) {
         int mode = pass < 3 ? pass : pass - 2;
-        if (pass == 3) t_setenv("CLNORM_SERIAL", "1");
+        if (pass == 3) t_config("CLNORM_SERIAL", "1");
         worker ws[NTHREADS];
         pthread_t th[NTHREADS];
         double t0 = t_now();

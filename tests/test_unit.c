@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <limits.h>
 #include <math.h>
@@ -218,17 +219,17 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
     } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
-        /* The half-slot kernels are exactly the pair_half plans. */
+        /* The half-slot kernels are exactly the words_half plans. */
         ok &= CHECK((pl->k1 == CLN_K_RMSNORM_WORDS_HALF || pl->k1 == CLN_K_ADD_RMSNORM_WORDS_HALF ||
                      pl->k1 == CLN_K_SOFTMAX_WORDS_HALF) ==
-                        (pl->pair_half != 0), "%s: kernel %s with pair_half %d", label,
-                    cln_kernel_name(pl->k1), pl->pair_half);
+                        (pl->words_half != 0), "%s: kernel %s with words_half %d", label,
+                    cln_kernel_name(pl->k1), pl->words_half);
         ok &= CHECK(cols <= pl->team * k, "%s: register plan of team %zu for %zu cols "
                     "(%zu per work-item)", label, pl->team, cols, k);
         /* The paired kernels move words of two elements from every row start. */
         if (pl->variant == CLN_VAR_WORDS)
-            ok &= CHECK(cols % 2 == 0 && !lim->no_pairs, "%s: paired plan for %zu cols%s",
-                        label, cols, lim->no_pairs ? " on views with odd row starts" : "");
+            ok &= CHECK(cols % 2 == 0 && !lim->no_words, "%s: paired plan for %zu cols%s",
+                        label, cols, lim->no_words ? " on views with odd row starts" : "");
     }
     ok &= CHECK(pl->path != CLN_PATH_SUBGROUP || p->has_subgroups,
                 "%s: sub-group path on a device without sub-groups", label);
@@ -257,39 +258,46 @@ static void plan_label(char *buf, size_t n, const named_profile *np, const cln_l
              (unsigned long long)lim->max_local, lim->force_wg, lim->force_team, lim->force_path);
 }
 
+/* The CLNORM_* variables of the plan as clnorm_config_from_env reads them. */
 static void check_env_limits(void)
 {
     const char *vars[] = {"CLNORM_REDUCTION", "CLNORM_WORK_GROUP", "CLNORM_ROW_THREADS",
                           "CLNORM_MAX_WORK_GROUP", "CLNORM_MAX_LOCAL_MEM", "CLNORM_VARIANT",
                           "CLNORM_SPLIT"};
     for (size_t i = 0; i < COUNT_OF(vars); i++) t_setenv(vars[i], NULL);
-    cln_limits l;
-    memset(&l, 0x5A, sizeof l);
-    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
-        CHECK(!l.max_wg && !l.max_local && !l.force_wg && !l.force_team && l.force_path == -1 &&
-              l.force_variant == -1 && !l.force_slices,
-              "no variables set: limits {%zu, %llu, %zu, %zu, %d, %d, %zu}, expected "
-              "{0, 0, 0, 0, -1, -1, 0}", l.max_wg, (unsigned long long)l.max_local, l.force_wg,
-              l.force_team, l.force_path, l.force_variant, l.force_slices);
+    clnorm_config c;
+    memset(&c, 0x5A, sizeof c);
+    const clnorm_plan_hints *h = &c.hints;
+    if (CHECK_ST(clnorm_config_from_env(&c), CLNORM_SUCCESS))
+        CHECK(!h->max_work_group && !h->max_local_mem && !h->work_group && !h->items_per_row &&
+              h->reduction == CLNORM_REDUCTION_AUTO && h->variant == CLNORM_VARIANT_AUTO &&
+              !h->split,
+              "no variables set: hints {%zu, %llu, %zu, %zu, %d, %d, %zu}, expected "
+              "{0, 0, 0, 0, -1, -1, 0}", h->max_work_group, (unsigned long long)h->max_local_mem,
+              h->work_group, h->items_per_row, h->reduction, h->variant, h->split);
     t_setenv("CLNORM_REDUCTION", "local");
     t_setenv("CLNORM_WORK_GROUP", "48");
     t_setenv("CLNORM_ROW_THREADS", "4");
     t_setenv("CLNORM_MAX_WORK_GROUP", "64");
     t_setenv("CLNORM_MAX_LOCAL_MEM", "16384");
-    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
-        CHECK(l.max_wg == 64 && l.max_local == 16384 && l.force_wg == 48 && l.force_team == 4 &&
-              l.force_path == CLN_PATH_LOCAL,
-              "limits {%zu, %llu, %zu, %zu, %d}, expected {64, 16384, 48, 4, LOCAL}", l.max_wg,
-              (unsigned long long)l.max_local, l.force_wg, l.force_team, l.force_path);
+    if (CHECK_ST(clnorm_config_from_env(&c), CLNORM_SUCCESS))
+        CHECK(h->max_work_group == 64 && h->max_local_mem == 16384 && h->work_group == 48 &&
+              h->items_per_row == 4 && h->reduction == CLNORM_REDUCTION_LOCAL,
+              "hints {%zu, %llu, %zu, %zu, %d}, expected {64, 16384, 48, 4, LOCAL}",
+              h->max_work_group, (unsigned long long)h->max_local_mem, h->work_group,
+              h->items_per_row, h->reduction);
     t_setenv("CLNORM_REDUCTION", "subgroup");
-    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
-        CHECK(l.force_path == CLN_PATH_SUBGROUP, "CLNORM_REDUCTION=subgroup: force_path %d", l.force_path);
+    if (CHECK_ST(clnorm_config_from_env(&c), CLNORM_SUCCESS))
+        CHECK(h->reduction == CLNORM_REDUCTION_SUBGROUP, "CLNORM_REDUCTION=subgroup: reduction %d",
+              h->reduction);
     t_setenv("CLNORM_REDUCTION", "auto");
-    if (CHECK_ST(cln_limits_from_env(&l), CLNORM_SUCCESS))
-        CHECK(l.force_path == -1, "CLNORM_REDUCTION=auto: force_path %d", l.force_path);
+    if (CHECK_ST(clnorm_config_from_env(&c), CLNORM_SUCCESS))
+        CHECK(h->reduction == CLNORM_REDUCTION_AUTO, "CLNORM_REDUCTION=auto: reduction %d",
+              h->reduction);
     t_setenv("CLNORM_WORK_GROUP", "abc");
-    NOTE("CLNORM_WORK_GROUP=abc: cln_limits_from_env gives %s",
-         clnorm_status_string(cln_limits_from_env(&l)));
+    CHECK_ST(clnorm_config_from_env(&c), CLNORM_INVALID_ARGUMENT);
+    CHECK(strstr(clnorm_last_error(), "CLNORM_WORK_GROUP") != NULL, "message \"%s\"",
+          clnorm_last_error());
     for (size_t i = 0; i < COUNT_OF(vars); i++) t_setenv(vars[i], NULL);
 }
 
@@ -329,7 +337,7 @@ void test_plan(void)
         const cln_profile *p = &np->p;
         cln_limits none = no_limits(), small = no_limits(), odd = no_limits();
         small.max_wg = 64, small.max_local = 16384;
-        odd.no_pairs = 1;
+        odd.no_words = 1;
         const cln_limits *lims[] = {&none, &small, &odd};
         for (int op = 0; op < CLN_OP_COUNT; op++)
             for (size_t d = 0; d < COUNT_OF(dts); d++)
@@ -388,7 +396,7 @@ void test_plan(void)
             struct {
                 clnorm_dtype dt;
                 size_t cols;
-                int no_pairs, force;
+                int no_words, force;
                 cln_variant want;
                 size_t team;
                 int half;
@@ -415,7 +423,7 @@ void test_plan(void)
             };
             for (size_t c = 0; c < COUNT_OF(pc); c++) {
                 cln_limits f = no_limits();
-                f.no_pairs = pc[c].no_pairs;
+                f.no_words = pc[c].no_words;
                 if (pc[c].force)
                     f.force_variant = pc[c].force == 1 ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096,
@@ -429,8 +437,8 @@ void test_plan(void)
                     plan_ok(p, &f, CLN_OP_SOFTMAX_THREE_PASS, pc[c].dt, 4096, pc[c].cols, &pl,
                             label))
                     CHECK(pl.variant == pc[c].want && pl.team == pc[c].team && pl.k1 == want_k,
-                          "%s, no_pairs %d: %s team %zu kernel %s, expected %s team %zu kernel %s",
-                          label, pc[c].no_pairs, cln_variant_name(pl.variant), pl.team,
+                          "%s, no_words %d: %s team %zu kernel %s, expected %s team %zu kernel %s",
+                          label, pc[c].no_words, cln_variant_name(pl.variant), pl.team,
                           cln_kernel_name(pl.k1), cln_variant_name(pc[c].want), pc[c].team,
                           cln_kernel_name(want_k));
             }
@@ -440,7 +448,7 @@ void test_plan(void)
                 {CLNORM_F32, 4096, CLN_VAR_WORDS}, {CLNORM_F32, 4098, CLN_VAR_REGISTERS}};
             for (size_t c = 0; c < COUNT_OF(wc); c++) {
                 cln_limits f = no_limits();
-                f.pair_word = 4;
+                f.word = 4;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096,
                            wc[c].cols);
                 if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096, wc[c].cols,
@@ -516,16 +524,16 @@ void test_plan(void)
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_WORDS && !pl.pair_half && pl.team == 1024,
+                CHECK(pl.variant == CLN_VAR_WORDS && !pl.words_half && pl.team == 1024,
                       "%s: %s team %zu, expected words team 1024", label,
                       cln_variant_name(pl.variant), pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_BF16, 1024, 32768, &pl, why),
                          CLNORM_SUCCESS))
-                CHECK(pl.variant == CLN_VAR_WORDS && !pl.pair_half && pl.team == 512 &&
+                CHECK(pl.variant == CLN_VAR_WORDS && !pl.words_half && pl.team == 512 &&
                           pl.op == CLN_OP_SOFTMAX_THREE_PASS,
                       "%s: %s %s%s team %zu, expected three-pass words team 512", label,
-                      cln_op_name(pl.op), cln_variant_name(pl.variant), pl.pair_half ? "-half" : "",
+                      cln_op_name(pl.op), cln_variant_name(pl.variant), pl.words_half ? "-half" : "",
                       pl.team);
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F32, 1024, 32768, &pl, why),
@@ -653,7 +661,7 @@ void test_build_options(void)
     };
     for (size_t i = 0; i < COUNT_OF(cases); i++) {
         char buf[512];
-        t_setenv("CLNORM_PAIR_WORD", cases[i].pair_word);
+        t_config("CLNORM_PAIR_WORD", cases[i].pair_word);
         cln_build_options(&cases[i].np->p, cases[i].dt, cases[i].np->p.best_path, buf, sizeof buf);
         CHECK(strstr(buf, cases[i].word) != NULL, "%s %s, CLNORM_PAIR_WORD=%s: \"%s\" lacks %s",
               cases[i].np->p.device_name, cln_dtype_name(cases[i].dt),
@@ -667,8 +675,8 @@ void test_build_options(void)
     named_profile pocl = cpu, rusticl = cpu;
     pocl.p.pocl_major = 3;
     snprintf(rusticl.p.platform_name, sizeof rusticl.p.platform_name, "rusticl");
-    t_setenv("CLNORM_PAIR_WORD", NULL);
-    t_setenv("CLNORM_CACHE_DIR", "/tmp/clnorm-unit-cache");
+    t_config("CLNORM_PAIR_WORD", NULL);
+    t_config("CLNORM_CACHE_DIR", "/tmp/clnorm-unit-cache");
     const struct {
         const named_profile *np;
         const char *programs; /* CLNORM_PROGRAMS, or NULL */
@@ -682,7 +690,7 @@ void test_build_options(void)
     snprintf(want, sizeof want, "-DCLN_ONLY_%s=1", cln_kernel_name(kid));
     for (size_t i = 0; i < COUNT_OF(progs); i++) {
         char buf[512];
-        t_setenv("CLNORM_PROGRAMS", progs[i].programs);
+        t_config("CLNORM_PROGRAMS", progs[i].programs);
         cln_program_options(&progs[i].np->p, CLNORM_F32, progs[i].np->p.best_path, kid, buf,
                             sizeof buf);
         CHECK((strstr(buf, want) != NULL) == progs[i].only,
@@ -691,8 +699,8 @@ void test_build_options(void)
               progs[i].programs ? progs[i].programs : "(unset)", buf, progs[i].only ? "" : "not ",
               want);
     }
-    t_setenv("CLNORM_CACHE_DIR", "off");
-    t_setenv("CLNORM_PROGRAMS", NULL);
+    t_config("CLNORM_CACHE_DIR", "off");
+    t_config("CLNORM_PROGRAMS", NULL);
     {
         char buf[512];
         cln_program_options(&pocl.p, CLNORM_F32, pocl.p.best_path, kid, buf, sizeof buf);
@@ -700,10 +708,10 @@ void test_build_options(void)
         cln_program_options(&gpu.p, CLNORM_F32, gpu.p.best_path, kid, buf, sizeof buf);
         CHECK(!strstr(buf, "-DCLN_ONLY"), "NVIDIA with the disk cache off: \"%s\"", buf);
     }
-    /* A value that is none of them is refused by every operation, and named. */
+    /* A value that is none of them is refused by the reader, and named. */
     t_setenv("CLNORM_PROGRAMS", "some");
-    cln_limits l;
-    CHECK_ST(cln_limits_from_env(&l), CLNORM_INVALID_ARGUMENT);
+    clnorm_config c;
+    CHECK_ST(clnorm_config_from_env(&c), CLNORM_INVALID_ARGUMENT);
     CHECK(strstr(clnorm_last_error(), "CLNORM_PROGRAMS=\"some\""), "message \"%s\"",
           clnorm_last_error());
     t_env_restore();

@@ -71,8 +71,8 @@ void test_values_stats(void) { values_case(OP_STATS); }
    in float32 and bfloat16, short rows and long ones, and the host API. */
 void test_programs_one(void)
 {
-    t_setenv("CLNORM_CACHE_DIR", "off");
-    t_setenv("CLNORM_PROGRAMS", "one");
+    t_config("CLNORM_CACHE_DIR", "off");
+    t_config("CLNORM_PROGRAMS", "one");
     clnorm_release_cache(NULL);
     const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_BF16};
     for (size_t d = 0; d < COUNT_OF(dts); d++)

@@ -7,19 +7,12 @@
    ran. */
 #define _POSIX_C_SOURCE 200809L /* fileno, dup */
 #include "test.h"
-#include "internal.h"
+#include "clnorm_advanced.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void set_num(const char *name, size_t v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%zu", v);
-    t_setenv(name, buf);
-}
 
 static size_t pow2_ceil(size_t v)
 {
@@ -28,42 +21,54 @@ static size_t pow2_ceil(size_t v)
     return p;
 }
 
-static cln_op plan_op(top op)
+/* CLNORM_VARIANT's name of each variant. */
+static const char *variant_env(clnorm_variant v)
 {
-    switch (op) {
-    case OP_RMSNORM: return CLN_OP_RMSNORM;
-    case OP_SOFTMAX_3PASS: return CLN_OP_SOFTMAX_THREE_PASS;
-    case OP_SOFTMAX_ONLINE: return CLN_OP_SOFTMAX_ONLINE;
-    case OP_STATS: return CLN_OP_STATS;
-    default: return CLN_OP_SOFTMAX_AUTO;
-    }
+    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words"};
+    return (unsigned)v < CLNORM_VARIANT_COUNT ? names[v] : "?";
 }
 
-/* The variant the library should run for a forced one, with paired words of word
-   elements. */
-static cln_variant expected(cln_variant forced, top op, size_t cols, int odd_rows, size_t word)
+/* The variant the library should run for a forced one, with words of word elements
+   (views whose rows do not all start at whole words run the plain register form). */
+static clnorm_variant expected(clnorm_variant forced, top op, size_t cols, int odd_rows,
+                               size_t word)
 {
-    if (forced == CLN_VAR_WORDS && (cols % word || odd_rows)) forced = CLN_VAR_REGISTERS;
-    if ((forced == CLN_VAR_REGISTERS || forced == CLN_VAR_WORDS) && op == OP_STATS)
-        return CLN_VAR_STREAM;
+    if (forced == CLNORM_VARIANT_WORDS && (cols % word || odd_rows))
+        forced = CLNORM_VARIANT_REGISTERS;
+    if ((forced == CLNORM_VARIANT_REGISTERS || forced == CLNORM_VARIANT_WORDS) && op == OP_STATS)
+        return CLNORM_VARIANT_STREAM;
     return forced;
 }
 
-/* Plans forced call a as the library will (misaligned: some view's rows miss the
-   paired word) into *pl, then runs it against its reference. Returns 0 where
-   planning failed, which is asserted. */
-static int plan_and_run(const cln_profile *prof, op_args *a, int misaligned, cln_plan *pl,
-                        char *label, size_t label_len)
+/* Elements per word of the words variant under the configuration now: the plan of a
+   forced words call of whole words says it. */
+static size_t words_word(void)
 {
-    cln_limits lim;
-    char why[256];
+    clnorm_plan_hints h;
+    clnorm_plan_info pl;
+    clnorm_plan_hints_init(&h);
+    h.variant = CLNORM_VARIANT_WORDS;
+    if (!CHECK_ST(clnorm_plan_query(T.dev, &h, CLNORM_OP_SOFTMAX_THREE_PASS, CLNORM_F32, 1, 4,
+                                    &pl), CLNORM_SUCCESS) ||
+        !CHECK(pl.variant == CLNORM_VARIANT_WORDS, "a forced words plan is %s",
+               clnorm_variant_name(pl.variant)))
+        return 2;
+    return pl.word;
+}
+
+/* Runs call a against its reference and gives the plan that ran in *pl. Returns 0
+   where there is none, which is asserted. */
+static int run_and_plan(op_args *a, clnorm_plan_info *pl, char *label, size_t label_len)
+{
     op_label(a, label, label_len);
-    int ok = CHECK_ST(cln_limits_from_env(&lim), CLNORM_SUCCESS);
-    lim.no_pairs = misaligned;
-    ok = ok && CHECK_ST(cln_plan_make(prof, &lim, plan_op(a->op), a->dt, a->rows, a->cols, pl,
-                                      why, sizeof why), CLNORM_SUCCESS);
-    check_op(a, CLNORM_SUCCESS);
-    return ok;
+    return check_op(a, CLNORM_SUCCESS) == CLNORM_SUCCESS &&
+           CHECK(clnorm_last_plan(pl), "%s: no plan recorded", label);
+}
+
+/* Whether the plan's first kernel is the one named. */
+static int first_kernel(const clnorm_plan_info *pl, const char *name)
+{
+    return pl->kernels[0] && !strcmp(pl->kernels[0], name);
 }
 
 void test_variants(void)
@@ -71,16 +76,17 @@ void test_variants(void)
     /* The last form is the paired one again with a team that holds the row only in all
        its slots: the full paired kernels, where the first pass takes the half ones
        for 16-bit softmax and for RMSNorm. */
-    static const cln_variant forms[] = {CLN_VAR_STREAM, CLN_VAR_REGISTERS, CLN_VAR_WORDS,
-                                        CLN_VAR_SPLIT, CLN_VAR_WORDS};
+    static const clnorm_variant forms[] = {CLNORM_VARIANT_STREAM, CLNORM_VARIANT_REGISTERS,
+                                           CLNORM_VARIANT_WORDS, CLNORM_VARIANT_SPLIT,
+                                           CLNORM_VARIANT_WORDS};
     /* Up to 1024 columns: one work-group size (64), since PoCL compiles every
        kernel anew for each size it meets. */
     static const size_t cols_list[] = {2, 34, 1000, 1001};
     static const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
-    const cln_profile *prof;
-    if (!CHECK_ST(cln_profile_get(T.dev, &prof), CLNORM_SUCCESS)) return;
+    clnorm_device_info info;
+    if (!CHECK_ST(clnorm_device_describe(T.dev, 1, &info), CLNORM_SUCCESS)) return;
     size_t dmax = t_device_max_wg(T.dev);
-    size_t calls = 0, planned[CLN_VAR_COUNT] = {0}, half16 = 0, full16 = 0;
+    size_t calls = 0, planned[CLNORM_VARIANT_COUNT] = {0}, half16 = 0, full16 = 0;
     for (size_t f = 0; f < COUNT_OF(forms); f++)
         for (size_t c = 0; c < COUNT_OF(cols_list); c++)
             for (size_t d = 0; d < COUNT_OF(dts); d++)
@@ -94,12 +100,12 @@ void test_variants(void)
                     if (full) team = pow2_ceil((cols + 63) / 64);
                     if (wg > dmax) continue;
                     t_env_restore();
-                    t_setenv("CLNORM_VARIANT", cln_variant_name(forms[f]));
-                    if (forms[f] == CLN_VAR_SPLIT) {
-                        set_num("CLNORM_SPLIT", 3);
+                    t_config("CLNORM_VARIANT", variant_env(forms[f]));
+                    if (forms[f] == CLNORM_VARIANT_SPLIT) {
+                        t_config_num("CLNORM_SPLIT", 3);
                     } else {
-                        set_num("CLNORM_WORK_GROUP", wg);
-                        set_num("CLNORM_ROW_THREADS", team);
+                        t_config_num("CLNORM_WORK_GROUP", wg);
+                        t_config_num("CLNORM_ROW_THREADS", team);
                     }
                     op_args a;
                     float *x, *g;
@@ -111,20 +117,21 @@ void test_variants(void)
                     if (layout == 2) a.yld = cols + 1, a.yoff = 2;
                     int odd_rows = layout != 0;
 
-                    cln_plan pl;
+                    clnorm_plan_info pl;
                     char label[400];
-                    if (plan_and_run(prof, &a, odd_rows, &pl, label, sizeof label)) {
-                        cln_variant want = expected(forms[f], (top)op, cols, odd_rows,
-                                                    cln_pair_word(prof, cln_pair_word_env()));
+                    if (run_and_plan(&a, &pl, label, sizeof label)) {
+                        clnorm_variant want = expected(forms[f], (top)op, cols, odd_rows,
+                                                       words_word());
                         /* A split stays a split only for the ops that have one. */
-                        if (forms[f] == CLN_VAR_SPLIT && pl.variant == CLN_VAR_STREAM) want = pl.variant;
+                        if (forms[f] == CLNORM_VARIANT_SPLIT && pl.variant == CLNORM_VARIANT_STREAM)
+                            want = pl.variant;
                         CHECK(pl.variant == want, "%s, CLNORM_VARIANT=%s: the plan is %s, expected %s",
-                              label, cln_variant_name(forms[f]), cln_variant_name(pl.variant),
-                              cln_variant_name(want));
-                        planned[pl.variant]++;
+                              label, variant_env(forms[f]), clnorm_variant_name(pl.variant),
+                              clnorm_variant_name(want));
+                        if ((unsigned)pl.variant < CLNORM_VARIANT_COUNT) planned[pl.variant]++;
                         if (a.dt != CLNORM_F32) {
-                            half16 += pl.k1 == CLN_K_SOFTMAX_WORDS_HALF;
-                            full16 += pl.k1 == CLN_K_SOFTMAX_WORDS;
+                            half16 += first_kernel(&pl, "clnorm_softmax_words_half");
+                            full16 += first_kernel(&pl, "clnorm_softmax_words");
                         }
                     }
                     calls++;
@@ -133,10 +140,10 @@ void test_variants(void)
                 }
     t_env_restore();
     NOTE("%zu calls checked; planned stream %zu, reg %zu, words %zu, split %zu", calls,
-         planned[CLN_VAR_STREAM], planned[CLN_VAR_REGISTERS], planned[CLN_VAR_WORDS],
-         planned[CLN_VAR_SPLIT]);
-    CHECK(planned[CLN_VAR_WORDS] > 0 && planned[CLN_VAR_REGISTERS] > 0 &&
-              planned[CLN_VAR_SPLIT] > 0,
+         planned[CLNORM_VARIANT_STREAM], planned[CLNORM_VARIANT_REGISTERS],
+         planned[CLNORM_VARIANT_WORDS], planned[CLNORM_VARIANT_SPLIT]);
+    CHECK(planned[CLNORM_VARIANT_WORDS] > 0 && planned[CLNORM_VARIANT_REGISTERS] > 0 &&
+              planned[CLNORM_VARIANT_SPLIT] > 0,
           "some kernel form never ran");
     CHECK(half16 > 0 && full16 > 0, "16-bit softmax ran the half paired kernel %zu times and "
           "the full one %zu times", half16, full16);
@@ -153,23 +160,25 @@ void test_variants(void)
                     size_t team = pow2_ceil((cols + 15) / 16), wg = team < 64 ? 64 : team;
                     if (wg > dmax || op == OP_STATS) continue;
                     t_env_restore();
-                    t_setenv("CLNORM_PAIR_WORD", "4");
-                    t_setenv("CLNORM_VARIANT", "words");
-                    set_num("CLNORM_WORK_GROUP", wg);
-                    set_num("CLNORM_ROW_THREADS", team);
+                    t_config("CLNORM_PAIR_WORD", "4");
+                    t_config("CLNORM_VARIANT", "words");
+                    t_config_num("CLNORM_WORK_GROUP", wg);
+                    t_config_num("CLNORM_ROW_THREADS", team);
                     op_args a;
                     float *x, *g;
                     make_problem(&R, &a, (top)op, rows, cols, &x, &g);
                     a.dt = dts[d];
                     if (shifted) a.xoff = 2; /* even, not a multiple of 4 */
-                    cln_plan pl;
+                    clnorm_plan_info pl;
                     char label[400];
-                    cln_variant want = cols % 4 || shifted ? CLN_VAR_REGISTERS : CLN_VAR_WORDS;
-                    if (plan_and_run(prof, &a, shifted, &pl, label, sizeof label)) {
-                        CHECK(pl.variant == want, "%s, CLNORM_PAIR_WORD=4: the plan is %s, "
-                              "expected %s", label, cln_variant_name(pl.variant),
-                              cln_variant_name(want));
-                        paired4 += pl.variant == CLN_VAR_WORDS;
+                    clnorm_variant want = cols % 4 || shifted ? CLNORM_VARIANT_REGISTERS
+                                                              : CLNORM_VARIANT_WORDS;
+                    if (run_and_plan(&a, &pl, label, sizeof label)) {
+                        CHECK(pl.variant == want && (want != CLNORM_VARIANT_WORDS || pl.word == 4),
+                              "%s, CLNORM_PAIR_WORD=4: the plan is %s in words of %zu, "
+                              "expected %s", label, clnorm_variant_name(pl.variant), pl.word,
+                              clnorm_variant_name(want));
+                        paired4 += pl.variant == CLNORM_VARIANT_WORDS;
                     }
                     calls++;
                     free(x);
@@ -185,7 +194,7 @@ void test_variants(void)
        of 2 and 4. CPU builds have no such branch (the Oclgrind sweep runs the GPU
        builds' on the CPU), and compiling these kernels for PoCL would double this
        case's time. */
-    const int gpu = !(prof->type & CL_DEVICE_TYPE_CPU);
+    const int gpu = !(info.type & CL_DEVICE_TYPE_CPU);
     size_t filled[2] = {0, 0};
     for (size_t d = 0; gpu && d < COUNT_OF(dts); d++)
         for (int op = OP_SOFTMAX_3PASS; op <= OP_SOFTMAX_ONLINE; op++)
@@ -196,19 +205,19 @@ void test_variants(void)
                     const size_t wg = team < 64 ? 64 : 2 * team;
                     if (wg > dmax) continue;
                     t_env_restore();
-                    t_setenv("CLNORM_VARIANT", "words");
-                    if (w4) t_setenv("CLNORM_PAIR_WORD", "4");
-                    set_num("CLNORM_WORK_GROUP", wg);
-                    set_num("CLNORM_ROW_THREADS", team);
+                    t_config("CLNORM_VARIANT", "words");
+                    if (w4) t_config("CLNORM_PAIR_WORD", "4");
+                    t_config_num("CLNORM_WORK_GROUP", wg);
+                    t_config_num("CLNORM_ROW_THREADS", team);
                     op_args a;
                     float *x, *g;
                     make_problem(&R, &a, (top)op, wg / team + 1, cols, &x, &g);
                     a.dt = dts[d];
-                    cln_plan pl;
+                    clnorm_plan_info pl;
                     char label[400];
-                    if (plan_and_run(prof, &a, 0, &pl, label, sizeof label) &&
-                        pl.variant == CLN_VAR_WORDS && cln_plan_reg_elems(&pl, a.dt) * team == cols)
-                        filled[pl.k1 == CLN_K_SOFTMAX_WORDS_HALF]++;
+                    if (run_and_plan(&a, &pl, label, sizeof label) &&
+                        pl.variant == CLNORM_VARIANT_WORDS && pl.elems_per_item * team == cols)
+                        filled[first_kernel(&pl, "clnorm_softmax_words_half")]++;
                     calls++;
                     free(x);
                     free(g);
@@ -223,8 +232,8 @@ void test_variants(void)
     if (!CHECK(tmp && saved >= 0, "a temporary file for stderr")) return;
     fflush(stderr);
     dup2(fileno(tmp), 2);
-    t_setenv("CLNORM_VARIANT", "split");
-    t_setenv("CLNORM_TRACE", "1");
+    t_config("CLNORM_VARIANT", "split");
+    t_config("CLNORM_TRACE", "1");
     op_args a;
     float *x, *g;
     make_problem(&R, &a, OP_SOFTMAX_ONLINE, 3, 1000, &x, &g);
@@ -240,11 +249,13 @@ void test_variants(void)
     fclose(tmp);
     free(x);
     free(g);
-    cln_plan ran;
+    /* The line names the plan's variant, work-group size and slices. */
+    clnorm_plan_info ran;
     char want[200] = "";
-    if (cln_last_plan(&ran)) cln_plan_describe(&ran, want, sizeof want);
+    if (clnorm_last_plan(&ran))
+        snprintf(want, sizeof want, "wg %zu, %zu slices", ran.work_group, ran.split);
     CHECK(strstr(text, "clnorm: softmax-online 3x1000 f32") && strstr(text, "split/") && *want &&
               strstr(text, want),
           "CLNORM_TRACE=1 printed \"%.300s\", expected the line of softmax-online 3x1000 f32 "
-          "with the plan \"%s\"", text, want);
+          "with the split plan \"%s\"", text, want);
 }

@@ -63,6 +63,7 @@ void t_env_restore(void)
         free(saved_env[i].old);
     }
     n_saved_env = 0;
+    t_config_restore();
 }
 
 double t_now(void)
@@ -119,16 +120,16 @@ const char *plan_now(void)
 
 void plan_clear(void)
 {
-    for (size_t i = 0; i < N_FORCED; i++) t_setenv(plan_env[i], NULL);
+    for (size_t i = 0; i < N_FORCED; i++) t_config(plan_env[i], NULL);
 }
 
 void plan_set(const char *variant, size_t wg, size_t team, size_t split)
 {
     plan_clear();
-    if (variant) t_setenv("CLNORM_VARIANT", variant);
-    if (wg) t_setenv_num("CLNORM_WORK_GROUP", wg);
-    if (team) t_setenv_num("CLNORM_ROW_THREADS", team);
-    if (split) t_setenv_num("CLNORM_SPLIT", split);
+    if (variant) t_config("CLNORM_VARIANT", variant);
+    if (wg) t_config_num("CLNORM_WORK_GROUP", wg);
+    if (team) t_config_num("CLNORM_ROW_THREADS", team);
+    if (split) t_config_num("CLNORM_SPLIT", split);
 }
 
 static size_t pow2_ceil(size_t v)
@@ -158,7 +159,7 @@ void plan_pair(size_t cols)
     size_t team = pow2_ceil((cols + 15) / 16);
     if (team > 64) plan_set("words", 0, 0, 0);
     else plan_set("words", 64, team, 0);
-    t_setenv("CLNORM_PAIR_WORD", PICK(&R, words));
+    t_config("CLNORM_PAIR_WORD", PICK(&R, words));
 }
 
 int forced_team(void) { return getenv("CLNORM_ROW_THREADS") != NULL; }

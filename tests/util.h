@@ -8,6 +8,7 @@
 #define CLNORM_TEST_UTIL_H
 
 #include "clnorm.h"
+#include "env_config.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,9 @@ double rng_range(rng *r, double lo, double hi);
 #define PICK(r, arr) ((arr)[rng_below((r), COUNT_OF(arr))])
 
 /* ---- Environment, time, text ------------------------------------------------------ */
-/* setenv that remembers the first previous value; t_env_restore() puts all back (the
-   runner calls it after every case). value NULL unsets. */
+/* setenv that remembers the first previous value; t_env_restore() puts all back, and
+   the configuration (t_config_restore; the runner calls it after every case). value
+   NULL unsets. CLNORM_* settings go through t_config (env_config.h). */
 void t_setenv(const char *name, const char *value);
 void t_setenv_num(const char *name, size_t value);
 void t_env_restore(void);
@@ -36,7 +38,7 @@ int t_verbose(void);
    case-insensitive substring. */
 int t_mentions(const char *msg, const char *word);
 
-/* ---- Forced plans through the CLNORM_* overrides (t_setenv, restored per case) ------ */
+/* ---- Forced plans through the CLNORM_* settings (t_config, restored per case) ------- */
 const char *plan_now(void);                   /* the overrides set now, for labels */
 void plan_clear(void);
 /* variant NULL: auto; wg, team, split 0: the library's. */
