@@ -1,5 +1,6 @@
 /* The caches seen from outside: the process-wide counters, the tuning tables of
-   devices, the cache folder and what each of its files holds. */
+   devices, the cache folder and what each of its files holds, and the release of
+   what the library keeps for a context. */
 #define _POSIX_C_SOURCE 200809L /* lstat */
 #include "config.h"
 
@@ -10,12 +11,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
+void clnorm_release_cache(cl_context context)
+{
+    cln_config_take(); /* programs stored below go to the folder in force */
+    cln_queue_hints_forget(context);
+    cln_serial_forget(context);
+    cln_scratch_drop(context);
+    cln_program_cache_drop(context);
+    if (!context) cln_source_forget();
+}
+
 void clnorm_cache_stats_get(clnorm_cache_stats *out)
 {
     if (!out) return;
     cln_disk_stats s;
     cln_disk_stats_get(&s);
-    out->builds = cln_cache_builds();
+    out->builds = cln_program_builds();
     out->disk_hits = s.hits;
     out->disk_misses = s.misses;
     out->disk_rejected = s.rejected;

@@ -182,6 +182,13 @@ CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 /* ---- source.c: kernel sources ---------------------------------------------------- */
 /* The whole program source (embedded, or from $CLNORM_KERNEL_DIR); malloc'd. */
 CLN_HIDDEN clnorm_status cln_source_get(char **src, size_t *len);
+/* The source a program is built from, and its hash: the embedded source (assembled
+   once; *owned 0) or the kernel folder's, read again at every build (*owned 1: the
+   caller frees it). */
+CLN_HIDDEN clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash,
+                                              int *owned);
+/* Frees the embedded source's copy (clnorm_release_cache(NULL)). */
+CLN_HIDDEN void cln_source_forget(void);
 CLN_HIDDEN uint64_t cln_hash64(const void *data, size_t len, uint64_t seed);
 
 /* ---- cache.c: programs and kernels ----------------------------------------------- */
@@ -215,8 +222,25 @@ CLN_HIDDEN int cln_stores_programs(const cln_profile *p);
 CLN_HIDDEN int cln_programs_env(void);
 /* Hands the program the event of a run that wants_event asked for. */
 CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
-/* Programs built from source so far, process-wide. */
-CLN_HIDDEN unsigned long cln_cache_builds(void);
+/* Programs built from source so far, process-wide (program_build.c). */
+CLN_HIDDEN unsigned long cln_program_builds(void);
+/* Builds the program of source src with options: from the disk cache's binary where
+   the driver takes it, else from source, storing the binary for the next process.
+   one_kernel: the options compile one kernel alone. *store_after_run: the binary is
+   to be stored once the program's first run has completed (cln_program_store). */
+CLN_HIDDEN clnorm_status cln_program_build(cl_context ctx, cl_device_id dev,
+                                           const cln_profile *p, const char *options,
+                                           int one_kernel, const char *src, size_t len,
+                                           uint64_t src_hash, cl_program *out,
+                                           int *store_after_run);
+/* Stores the binary of prog in the disk cache. */
+CLN_HIDDEN void cln_program_store(const cln_profile *p, const char *options,
+                                  uint64_t src_hash, size_t src_len, cl_program prog);
+/* Drops the programs of ctx (NULL: all) no call is building, first storing those
+   whose first run has completed (clnorm_release_cache). */
+CLN_HIDDEN void cln_program_cache_drop(cl_context ctx);
+/* Appends the options that compile kernel kid alone (CLN_ONLY in cl/dtype.cl). */
+CLN_HIDDEN void cln_only_option(cln_kernel_id kid, char *options, size_t len);
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
 /* Pooled device scratch of at least `bytes` for split plans; release it with the
    call's last event, after which it returns to the pool. */

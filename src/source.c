@@ -2,24 +2,13 @@
    $CLNORM_KERNEL_DIR for kernel development without rebuilding. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct cln_embedded { const char *name; const char *data; size_t len; };
 extern const struct cln_embedded cln_embedded_sources[]; /* generated */
-
-uint64_t cln_hash64(const void *data, size_t len, uint64_t seed)
-{
-    /* FNV-1a: enough to tell sources and options apart, not a security measure. */
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 static clnorm_status cln_read_file(const char *dir, const char *name, char **out,
                                    size_t *len)
@@ -77,7 +66,10 @@ clnorm_status cln_source_get(char **src, size_t *len)
         total += lens[n] + 64;
     }
     char *buf = malloc(total + 1);
-    if (!buf) { st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for kernel source"); goto fail; }
+    if (!buf) {
+        st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for kernel source");
+        goto fail;
+    }
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
         /* A #line per file makes build logs name the real file and line. */
@@ -92,4 +84,46 @@ clnorm_status cln_source_get(char **src, size_t *len)
 fail:
     for (size_t i = 0; i < n; i++) free(parts[i]);
     return st;
+}
+
+/* The embedded source is assembled and hashed once, not per call (docs/DESIGN.md,
+   'Host cost per call'). */
+static pthread_mutex_t cln_embedded_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *cln_embedded_src;
+static size_t cln_embedded_len;
+static uint64_t cln_embedded_hash;
+
+clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash, int *owned)
+{
+    /* A kernel folder is re-read at every build, so that edits show up without a
+       restart. */
+    if (*cln_config_now()->pub.kernel_dir) {
+        *owned = 1;
+        clnorm_status st = cln_source_get(src, len);
+        if (!st) *hash = cln_hash64(*src, *len, 0);
+        return st;
+    }
+    pthread_mutex_lock(&cln_embedded_lock);
+    if (!cln_embedded_src) {
+        clnorm_status st = cln_source_get(&cln_embedded_src, &cln_embedded_len);
+        if (st) {
+            pthread_mutex_unlock(&cln_embedded_lock);
+            return st;
+        }
+        cln_embedded_hash = cln_hash64(cln_embedded_src, cln_embedded_len, 0);
+    }
+    *owned = 0;
+    *src = cln_embedded_src;
+    *len = cln_embedded_len;
+    *hash = cln_embedded_hash;
+    pthread_mutex_unlock(&cln_embedded_lock);
+    return CLNORM_SUCCESS;
+}
+
+void cln_source_forget(void)
+{
+    pthread_mutex_lock(&cln_embedded_lock);
+    free(cln_embedded_src);
+    cln_embedded_src = NULL;
+    pthread_mutex_unlock(&cln_embedded_lock);
 }
