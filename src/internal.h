@@ -313,7 +313,7 @@ CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t
 CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
                                  size_t esize);
 
-/* ---- diskcache.c: the on-disk cache (program binaries, tuning tables) ------------
+/* ---- disk_cache.c: the on-disk cache (program binaries, tuning tables) ------------
    Folder: the process configuration's cache_dir (CLNORM_CACHE_DIR; "off" disables
    it), else $XDG_CACHE_HOME/clnorm, else ~/.cache/clnorm, worked out when the
    configuration is set (config.c). Nothing here fails a call or records an error: a
