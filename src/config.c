@@ -1,5 +1,5 @@
 /* The configuration of calls. The process configuration is read from the CLNORM_*
-   environment once, at the library's first use, and replaced as a whole by
+   environment once, at the library's first use (env.c), and replaced as a whole by
    clnorm_config_set. Each thread keeps a copy of it, refreshed at the start of an
    operation when the process configuration has changed since, so that an operation
    sees one configuration from its start to its end and a call reads no variable and
@@ -7,204 +7,11 @@
    the call's queue are merged over it field by field. */
 #include "config.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Reading the environment -------------------------------------------------------- */
-
-static int cln_env_size(const char *name, size_t *out, clnorm_status *st)
-{
-    const char *s = getenv(name);
-    if (!s || !*s) return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v == 0 || s[0] == '-') {
-        *st = cln_fail(CLNORM_INVALID_ARGUMENT,
-                       "environment variable %s=\"%s\" is not a positive integer", name, s);
-        return 0;
-    }
-    *out = (size_t)v;
-    return 1;
-}
-
-size_t cln_env_word(void)
-{
-    const char *s = getenv("CLNORM_PAIR_WORD");
-    if (!s || !*s) return 0;
-    if (!strcmp(s, "2")) return 2;
-    if (!strcmp(s, "4")) return 4;
-    return (size_t)-1;
-}
-
-int cln_programs_env(void)
-{
-    const char *s = getenv("CLNORM_PROGRAMS");
-    if (!s || !*s || !strcmp(s, "auto")) return 0;
-    if (!strcmp(s, "one")) return 1;
-    if (!strcmp(s, "all")) return 2;
-    return -1;
-}
-
-/* The hint variables. A bad size is reported before any other variable (the last bad
-   one), then the first bad among the others; the rest are still read. */
-static clnorm_status cln_hints_from_env(clnorm_plan_hints *h)
-{
-    clnorm_status st = CLNORM_SUCCESS;
-    size_t v;
-    clnorm_plan_hints_init(h);
-    if (cln_env_size("CLNORM_MAX_WORK_GROUP", &v, &st)) h->max_work_group = v;
-    if (cln_env_size("CLNORM_MAX_LOCAL_MEM", &v, &st)) h->max_local_mem = v;
-    if (cln_env_size("CLNORM_WORK_GROUP", &v, &st)) h->work_group = v;
-    if (cln_env_size("CLNORM_ROW_THREADS", &v, &st)) h->items_per_row = v;
-    if (cln_env_size("CLNORM_SPLIT", &v, &st)) h->split = v;
-    const char *r = getenv("CLNORM_REDUCTION");
-    if (r && *r && strcmp(r, "auto") != 0) {
-        if (!strcmp(r, "local")) h->reduction = CLNORM_REDUCTION_LOCAL;
-        else if (!strcmp(r, "subgroup")) h->reduction = CLNORM_REDUCTION_SUBGROUP;
-        else if (!st)
-            st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_REDUCTION=\"%s\" "
-                          "is not auto, subgroup or local", r);
-    }
-    size_t word = cln_env_word();
-    if (word != (size_t)-1) h->word = word;
-    else if (!st)
-        st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PAIR_WORD=\"%s\" "
-                      "is not 2 or 4", getenv("CLNORM_PAIR_WORD"));
-    int programs = cln_programs_env();
-    if (programs >= 0) h->programs = programs;
-    else if (!st)
-        st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_PROGRAMS=\"%s\" "
-                      "is not auto, one or all", getenv("CLNORM_PROGRAMS"));
-    const char *var = getenv("CLNORM_VARIANT");
-    if (var && *var && strcmp(var, "auto") != 0) {
-        if (!strcmp(var, "stream")) h->variant = CLNORM_VARIANT_STREAM;
-        else if (!strcmp(var, "reg")) h->variant = CLNORM_VARIANT_REGISTERS;
-        else if (!strcmp(var, "split")) h->variant = CLNORM_VARIANT_SPLIT;
-        /* "pair" is this variant's former name. */
-        else if (!strcmp(var, "words") || !strcmp(var, "pair")) h->variant = CLNORM_VARIANT_WORDS;
-        else if (!st)
-            st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_VARIANT=\"%s\" "
-                          "is not auto, stream, reg, words or split", var);
-    }
-    /* Only "off" turns the tables off; any other value leaves the automatic rule. */
-    const char *tuning = getenv("CLNORM_TUNING");
-    if (tuning && !strcmp(tuning, "off")) h->tuning = 0;
-    return st;
-}
-
-/* A switch variable: set, not empty and not "0". */
-static int cln_env_flag(const char *name)
-{
-    const char *s = getenv(name);
-    return s && *s && strcmp(s, "0") != 0;
-}
-
-static clnorm_status cln_env_string(const char *name, char *buf, size_t size, clnorm_status st)
-{
-    const char *s = getenv(name);
-    if (!s) return st;
-    if (strlen(s) < size) {
-        memcpy(buf, s, strlen(s) + 1);
-        return st;
-    }
-    if (st) return st;
-    return cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable %s=\"%.40s...\" is longer "
-                    "than the %zu characters it may have", name, s, size - 1);
-}
-
-clnorm_status clnorm_config_from_env(clnorm_config *c)
-{
-    if (!c) return cln_fail(CLNORM_INVALID_ARGUMENT, "config is NULL");
-    memset(c, 0, sizeof *c);
-    clnorm_status st = cln_hints_from_env(&c->hints);
-    st = cln_env_string("CLNORM_CACHE_DIR", c->cache_dir, sizeof c->cache_dir, st);
-    st = cln_env_string("CLNORM_KERNEL_DIR", c->kernel_dir, sizeof c->kernel_dir, st);
-    st = cln_env_string("CLNORM_BUILD_OPTIONS", c->build_options, sizeof c->build_options, st);
-    c->build_log = cln_env_flag("CLNORM_BUILD_LOG");
-    c->trace = cln_env_flag("CLNORM_TRACE");
-    const char *serial = getenv("CLNORM_SERIAL");
-    c->serial = !serial || !*serial ? -1 : strcmp(serial, "0") != 0;
-    return st;
-}
-
-/* ---- Hints ----------------------------------------------------------------------------- */
-
-void clnorm_plan_hints_init(clnorm_plan_hints *h)
-{
-    if (!h) return;
-    memset(h, 0, sizeof *h);
-    h->variant = CLNORM_VARIANT_AUTO;
-    h->reduction = CLNORM_REDUCTION_AUTO;
-    h->programs = CLNORM_PROGRAMS_AUTO;
-    h->tuning = -1;
-}
-
-static clnorm_status cln_hints_check_named(const clnorm_plan_hints *h, const char *name)
-{
-    if (h->variant < CLNORM_VARIANT_AUTO || h->variant >= CLNORM_VARIANT_COUNT)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.variant = %d is not a clnorm_variant "
-                        "(-1 to %d)", name, h->variant, CLNORM_VARIANT_COUNT - 1);
-    if (h->reduction < CLNORM_REDUCTION_AUTO || h->reduction > CLNORM_REDUCTION_NV_SHUFFLE)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.reduction = %d is not a clnorm_reduction "
-                        "(-1 to 2)", name, h->reduction);
-    if (h->programs < CLNORM_PROGRAMS_AUTO || h->programs > CLNORM_PROGRAMS_ALL)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.programs = %d is not a clnorm_programs "
-                        "(0 to 2)", name, h->programs);
-    if (h->tuning < -1 || h->tuning > 1)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.tuning = %d is not -1, 0 or 1", name,
-                        h->tuning);
-    if (h->word != 0 && h->word != 2 && h->word != 4)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.word = %zu is not 0, 2 or 4", name, h->word);
-    if (h->items_per_row && h->work_group && h->work_group % h->items_per_row)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.items_per_row = %zu does not divide "
-                        "%s.work_group = %zu", name, h->items_per_row, name, h->work_group);
-    return CLNORM_SUCCESS;
-}
-
-clnorm_status cln_hints_check(const clnorm_plan_hints *h)
-{
-    return cln_hints_check_named(h, "hints");
-}
-
-/* The public enums' values are the internal ones. */
-_Static_assert(CLNORM_REDUCTION_SUBGROUP == (int)CLN_PATH_SUBGROUP &&
-                   CLNORM_REDUCTION_NV_SHUFFLE == (int)CLN_PATH_NV,
-               "clnorm_reduction and cln_path agree");
-_Static_assert(CLNORM_VARIANT_COUNT == CLN_VAR_COUNT && CLNORM_OP_COUNT == CLN_OP_COUNT,
-               "clnorm_variant and cln_variant, clnorm_op and cln_op agree");
-
-static void cln_hints_limits(const clnorm_plan_hints *h, cln_limits *l)
-{
-    memset(l, 0, sizeof *l);
-    l->max_wg = h->max_work_group;
-    l->max_local = h->max_local_mem;
-    l->force_wg = h->work_group;
-    l->force_team = h->items_per_row;
-    l->force_path = h->reduction;
-    l->force_variant = h->variant;
-    l->force_slices = h->split;
-    l->word = h->word;
-}
-
-/* Every field of src that is not automatic replaces dst's. */
-static void cln_hints_overlay(clnorm_plan_hints *dst, const clnorm_plan_hints *src)
-{
-    if (src->work_group) dst->work_group = src->work_group;
-    if (src->items_per_row) dst->items_per_row = src->items_per_row;
-    if (src->variant != CLNORM_VARIANT_AUTO) dst->variant = src->variant;
-    if (src->split) dst->split = src->split;
-    if (src->reduction != CLNORM_REDUCTION_AUTO) dst->reduction = src->reduction;
-    if (src->word) dst->word = src->word;
-    if (src->programs != CLNORM_PROGRAMS_AUTO) dst->programs = src->programs;
-    if (src->max_work_group) dst->max_work_group = src->max_work_group;
-    if (src->max_local_mem) dst->max_local_mem = src->max_local_mem;
-    if (src->tuning != -1) dst->tuning = src->tuning;
-}
 
 /* ---- The process configuration ---------------------------------------------------- */
 
@@ -290,35 +97,8 @@ const cln_config *cln_config_now(void)
     return cln_tls.gen ? &cln_tls.cfg : cln_config_refresh();
 }
 
-void clnorm_config_get(clnorm_config *c)
+void cln_config_install(const clnorm_config *c)
 {
-    if (c) *c = cln_config_refresh()->pub;
-}
-
-static clnorm_status cln_string_fits(const char *field, size_t size, const char *name)
-{
-    if (memchr(field, '\0', size)) return CLNORM_SUCCESS;
-    return cln_fail(CLNORM_INVALID_ARGUMENT, "config.%s has no terminating NUL within its %zu "
-                    "bytes", name, size);
-}
-
-clnorm_status clnorm_config_set(const clnorm_config *c)
-{
-    if (!c) return cln_fail(CLNORM_INVALID_ARGUMENT, "config is NULL");
-    clnorm_status st;
-    if ((st = cln_hints_check_named(&c->hints, "config.hints")) ||
-        (st = cln_string_fits(c->cache_dir, sizeof c->cache_dir, "cache_dir")) ||
-        (st = cln_string_fits(c->kernel_dir, sizeof c->kernel_dir, "kernel_dir")) ||
-        (st = cln_string_fits(c->build_options, sizeof c->build_options, "build_options")))
-        return st;
-    if (c->build_log != 0 && c->build_log != 1)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "config.build_log = %d is not 0 or 1",
-                        c->build_log);
-    if (c->trace != 0 && c->trace != 1)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "config.trace = %d is not 0 or 1", c->trace);
-    if (c->serial < -1 || c->serial > 1)
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "config.serial = %d is not -1, 0 or 1",
-                        c->serial);
     cln_config next;
     memset(&next, 0, sizeof next);
     next.pub = *c;
@@ -330,7 +110,6 @@ clnorm_status clnorm_config_set(const clnorm_config *c)
     if (atomic_fetch_add(&cln_cfg_gen, 1) + 1 == 0) atomic_fetch_add(&cln_cfg_gen, 1);
     pthread_mutex_unlock(&cln_cfg_lock);
     cln_config_refresh();
-    return CLNORM_SUCCESS;
 }
 
 /* ---- Queue hints ------------------------------------------------------------------------ */
@@ -362,13 +141,10 @@ static int cln_queue_hints_get(cl_command_queue q, clnorm_plan_hints *out)
     return found;
 }
 
-clnorm_status clnorm_set_queue_hints(cl_command_queue queue, const clnorm_plan_hints *hints)
+
+clnorm_status cln_queue_hints_set(cl_command_queue queue, cl_context ctx,
+                                  const clnorm_plan_hints *hints)
 {
-    cl_context ctx;
-    cl_device_id dev;
-    clnorm_status st = cln_check_queue(queue, &ctx, &dev);
-    if (!st && hints) st = cln_hints_check(hints);
-    if (st) return st;
     pthread_mutex_lock(&cln_queue_lock);
     size_t i = 0;
     while (i < cln_queue_n && cln_queues[i].queue != queue) i++;
@@ -456,20 +232,10 @@ const cln_settings *cln_settings_now(void)
     return &cln_tls.cur;
 }
 
-clnorm_status clnorm_set_thread_hints(const clnorm_plan_hints *hints)
+
+void cln_thread_hints_set(const clnorm_plan_hints *hints)
 {
-    clnorm_status st = hints ? cln_hints_check(hints) : CLNORM_SUCCESS;
-    if (st) return st;
     cln_tls.has_hints = hints != NULL;
     if (hints) cln_tls.hints = *hints;
     cln_settings_fill(cln_config_refresh(), NULL, hints, &cln_tls.cur);
-    return CLNORM_SUCCESS;
-}
-
-clnorm_status cln_limits_from_env(cln_limits *l)
-{
-    clnorm_plan_hints h;
-    clnorm_status st = cln_hints_from_env(&h);
-    cln_hints_limits(&h, l);
-    return st;
 }

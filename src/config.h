@@ -45,9 +45,24 @@ CLN_HIDDEN const cln_config *cln_config_now(void);
    configuration has changed: for entry points that run no operation. */
 CLN_HIDDEN const cln_config *cln_config_take(void);
 
-/* Refuses (INVALID_ARGUMENT, naming the field and its value) hints out of range. */
-CLN_HIDDEN clnorm_status cln_hints_check(const clnorm_plan_hints *h);
+/* Makes c, already checked, the process configuration (clnorm_config_set). */
+CLN_HIDDEN void cln_config_install(const clnorm_config *c);
+/* The hints of queue, a queue of ctx, from now on (NULL: none); already checked. */
+CLN_HIDDEN clnorm_status cln_queue_hints_set(cl_command_queue queue, cl_context ctx,
+                                             const clnorm_plan_hints *hints);
 /* Drops the queue hints of ctx's queues (NULL: all); clnorm_release_cache. */
 CLN_HIDDEN void cln_queue_hints_forget(cl_context ctx);
+/* The calling thread's hints from now on (NULL: none); already checked. */
+CLN_HIDDEN void cln_thread_hints_set(const clnorm_plan_hints *hints);
+
+/* ---- hints.c: plan hints --------------------------------------------------------- */
+/* Refuses (INVALID_ARGUMENT, naming the field and its value) hints out of range. */
+CLN_HIDDEN clnorm_status cln_hints_check(const clnorm_plan_hints *h);
+/* The same, naming the structure `name` in the message ("config.hints"). */
+CLN_HIDDEN clnorm_status cln_hints_check_named(const clnorm_plan_hints *h, const char *name);
+/* The plan limits that hints h give. */
+CLN_HIDDEN void cln_hints_limits(const clnorm_plan_hints *h, cln_limits *l);
+/* Every field of src that is not automatic replaces dst's. */
+CLN_HIDDEN void cln_hints_overlay(clnorm_plan_hints *dst, const clnorm_plan_hints *src);
 
 #endif

@@ -162,7 +162,7 @@ typedef struct cln_plan {
 } cln_plan;
 
 /* Reads the CLNORM_* hint variables into limits now, as the process configuration
-   does once at the library's first use (config.c). */
+   does once at the library's first use (env.c). */
 CLN_HIDDEN clnorm_status cln_limits_from_env(cln_limits *l);
 /* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
    path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
@@ -216,10 +216,6 @@ CLN_HIDDEN void cln_program_options(const cln_profile *p, clnorm_dtype dtype, cl
    first run has completed (PoCL, programs of one kernel; the store happens at the
    next call that uses the program or at clnorm_release_cache). */
 CLN_HIDDEN int cln_stores_programs(const cln_profile *p);
-/* CLNORM_PROGRAMS: 0 unset or "auto" (a program per kernel where the disk cache is on
-   and keeps binaries, one program of every kernel elsewhere), 1 "one", 2 "all", -1
-   neither (config.c). */
-CLN_HIDDEN int cln_programs_env(void);
 /* Hands the program the event of a run that wants_event asked for. */
 CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
 /* Programs built from source so far, process-wide (program_build.c). */
@@ -267,21 +263,10 @@ CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
    forced (2 or 4) if not 0, else the device's choice. The programs are built with it
    and the plan and the views' alignment check follow it. */
 CLN_HIDDEN size_t cln_word_size(const cln_profile *p, size_t forced);
-/* CLNORM_PAIR_WORD: 0 when unset, 2 or 4, or (size_t)-1 when invalid (config.c). */
-CLN_HIDDEN size_t cln_env_word(void);
 /* The options of p's programs in dtype on path, with the word and the extra
    options of the thread's current settings (config.h). */
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
-
-/* ---- env.c ------------------------------------------------------------------------ */
-/* Whether a program about to load PoCL should pin its CPU worker threads by setting
-   POCL_AFFINITY=1 (PoCL then pins worker i to CPU i): only where POCL_AFFINITY is
-   unset (NULL or empty), there are at least two CPUs, and the process may run on
-   each of CPUs 0 to cpus - 1 (allowed_prefix: how many of them, counting from 0, its
-   affinity mask holds), so that no worker is pinned to a CPU it may not use. */
-CLN_HIDDEN int cln_pocl_pin_wanted(const char *pocl_affinity, size_t cpus,
-                                   size_t allowed_prefix);
 
 /* ---- validate.c ------------------------------------------------------------------ */
 CLN_HIDDEN size_t cln_dtype_size(clnorm_dtype d);
