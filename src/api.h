@@ -1,5 +1,5 @@
-/* What the entry points share: the plan of one call (api_plan.c) and the record of
-   the calling thread's last operation (ops.c). */
+/* What the entry points share: the plan of one call and the record of the calling
+   thread's last operation (api_plan.c), which the operations (ops.c) use. */
 #ifndef CLNORM_API_INTERNAL_H
 #define CLNORM_API_INTERNAL_H
 
@@ -15,9 +15,9 @@ CLN_HIDDEN clnorm_status cln_plan_call(const cln_settings *s, const cln_profile 
                                        int no_words, cln_limits *lim, cln_plan *out,
                                        int *tuned);
 
-/* The calling thread's last enqueued operation: its plan, dtype, the word its
-   programs were built with and whether the tuning table chose it; 0 before the
-   first. */
-CLN_HIDDEN int cln_last_run(cln_plan *plan, clnorm_dtype *dtype, size_t *word, int *tuned);
+/* Records the calling thread's last enqueued operation, for clnorm_last_plan: its
+   plan, dtype, the word its programs were built with and whether the tuning table
+   chose it. */
+CLN_HIDDEN void cln_last_set(const cln_plan *plan, clnorm_dtype dtype, size_t word, int tuned);
 
 #endif

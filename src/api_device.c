@@ -123,10 +123,7 @@ clnorm_status clnorm_kernel_limits_get(cl_context context, cl_device_id device,
         return cln_fail(CLNORM_INVALID_ARGUMENT, "context %p is not a valid context: %s",
                         (void *)context, cln_cl_error_name(err));
     if (!device) return cln_fail(CLNORM_DEVICE_NOT_FOUND, "device is NULL");
-    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
-        return cln_fail(CLNORM_INVALID_ARGUMENT,
-                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
-                        (int)dtype);
+    if ((st = cln_check_dtype(dtype))) return st;
     if (reduction < CLNORM_REDUCTION_AUTO || reduction > CLNORM_REDUCTION_NV_SHUFFLE)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "reduction = %d is not a clnorm_reduction "
                         "(-1 to 2)", (int)reduction);

@@ -104,10 +104,7 @@ clnorm_status clnorm_plan_query(cl_device_id device, const clnorm_plan_hints *hi
     if ((unsigned)op >= CLNORM_OP_COUNT)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "op = %d is not a clnorm_op (0 to %d)", (int)op,
                         CLNORM_OP_COUNT - 1);
-    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
-        return cln_fail(CLNORM_INVALID_ARGUMENT,
-                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
-                        (int)dtype);
+    if ((st = cln_check_dtype(dtype))) return st;
     if (cols == 0) return cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
     if (hints && (st = cln_hints_check(hints))) return st;
     cln_settings s;
@@ -123,14 +120,28 @@ clnorm_status clnorm_plan_query(cl_device_id device, const clnorm_plan_hints *hi
     return CLNORM_SUCCESS;
 }
 
-int clnorm_last_plan(clnorm_plan_info *out)
-{
-    cln_plan pl;
+/* The calling thread's last enqueued operation (cln_last_set). */
+static _Thread_local struct {
+    int valid;
+    cln_plan plan;
     clnorm_dtype dtype;
     size_t word;
     int tuned;
-    if (!out || !cln_last_run(&pl, &dtype, &word, &tuned)) return 0;
-    cln_plan_info_fill(&pl, dtype, word, tuned, out);
+} cln_last;
+
+void cln_last_set(const cln_plan *plan, clnorm_dtype dtype, size_t word, int tuned)
+{
+    cln_last.plan = *plan;
+    cln_last.dtype = dtype;
+    cln_last.word = word;
+    cln_last.tuned = tuned;
+    cln_last.valid = 1;
+}
+
+int clnorm_last_plan(clnorm_plan_info *out)
+{
+    if (!out || !cln_last.valid) return 0;
+    cln_plan_info_fill(&cln_last.plan, cln_last.dtype, cln_last.word, cln_last.tuned, out);
     return 1;
 }
 

@@ -68,8 +68,6 @@ CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **o
 /* Fills p from device queries only (no probes); used by tools and profile_get. */
 CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
 
-/* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative (ops.c). */
-CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 
 /* serial.c: whether operations on p must run one at a time (PoCL, or
    CLNORM_SERIAL=1); begin locks and gives the event to wait for (NULL or retained),
@@ -174,8 +172,6 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
    CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
-/* The plan of this thread's last enqueued operation (ops.c); 0 before the first. */
-CLN_HIDDEN int cln_last_plan(cln_plan *out);
 /* One line describing a plan, for tools and messages. */
 CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 
@@ -271,6 +267,10 @@ CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
 /* ---- validate.c ------------------------------------------------------------------ */
 CLN_HIDDEN size_t cln_dtype_size(clnorm_dtype d);
 CLN_HIDDEN const char *cln_dtype_name(clnorm_dtype d);
+/* INVALID_ARGUMENT, naming the value, unless dtype is a clnorm_dtype. */
+CLN_HIDDEN clnorm_status cln_check_dtype(clnorm_dtype dtype);
+/* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative. */
+CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 /* Checks the common arguments and returns the queue's context and device. */
 CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
                                          cl_device_id *dev);

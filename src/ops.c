@@ -2,7 +2,6 @@
 #include "api.h"
 #include "kernels.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,15 +15,6 @@ typedef struct cln_args {
     cl_uint update;
 } cln_args;
 
-static clnorm_status cln_check_dtype(clnorm_dtype dtype)
-{
-    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
-        return cln_fail(CLNORM_INVALID_ARGUMENT,
-                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
-                        (int)dtype);
-    return CLNORM_SUCCESS;
-}
-
 /* Validation common to every operation; fills ctx and dev. */
 static clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,
                                       cl_uint num_wait, const cl_event *wait_list,
@@ -35,13 +25,6 @@ static clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, si
     if (!st && cols == 0) st = cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
     if (!st) st = cln_check_waits(num_wait, wait_list);
     return st;
-}
-
-clnorm_status cln_check_eps(float eps)
-{
-    if (!(eps >= 0.0f) || isinf(eps))
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "eps = %g is negative or not finite", (double)eps);
-    return CLNORM_SUCCESS;
 }
 
 /* rows == 0: nothing to do, but an asked-for event still completes after the wait
@@ -126,37 +109,14 @@ static int cln_rows_misaligned(const cln_args *a, size_t word)
     return (bits & (word - 1)) != 0;
 }
 
-/* The calling thread's last enqueued operation, for clnorm_last_plan, the tools and
-   CLNORM_TRACE: what ran, after the tuning table, the views' alignment and the
-   compiled kernels' limits had their say. */
+/* What a call ran, for clnorm_last_plan and CLNORM_TRACE: after the tuning table,
+   the views' alignment and the compiled kernels' limits had their say. */
 typedef struct cln_call_info {
     size_t word;         /* the word its programs were built with */
     int tuned;           /* the tuning table chose the plan */
     size_t kernel_limit; /* the compiled kernels' work-group limit that made it re-plan,
                             or 0 */
 } cln_call_info;
-static _Thread_local struct {
-    int valid;
-    cln_plan plan;
-    clnorm_dtype dtype;
-    cln_call_info info;
-} cln_last;
-
-int cln_last_plan(cln_plan *out)
-{
-    if (cln_last.valid) *out = cln_last.plan;
-    return cln_last.valid;
-}
-
-int cln_last_run(cln_plan *plan, clnorm_dtype *dtype, size_t *word, int *tuned)
-{
-    if (!cln_last.valid) return 0;
-    *plan = cln_last.plan;
-    *dtype = cln_last.dtype;
-    *word = cln_last.info.word;
-    *tuned = cln_last.info.tuned;
-    return 1;
-}
 
 /* CLNORM_TRACE=1: one line per operation on stderr, with the plan that ran. */
 static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
@@ -245,10 +205,7 @@ static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_devic
     cln_call_info info;
     clnorm_status st = cln_prepare(q, ctx, dev, op, dtype, a, &pl, lease, &prof, &info);
     if (st) return st;
-    cln_last.plan = pl;
-    cln_last.dtype = dtype;
-    cln_last.info = info;
-    cln_last.valid = 1;
+    cln_last_set(&pl, dtype, info.word, info.tuned);
     cln_trace(&pl, dtype, a, prof, &info);
     if (cln_serial_wanted(prof)) {
         /* The first kernel also waits for the operation before (serial.c). */

@@ -60,11 +60,9 @@ const char *clnorm_session_device_name(const clnorm_session *s) { return s ? s->
 static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype, size_t rows,
                                     size_t cols, size_t *bytes)
 {
+    clnorm_status st;
     if (!s) return cln_fail(CLNORM_INVALID_ARGUMENT, "session is NULL");
-    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
-        return cln_fail(CLNORM_INVALID_ARGUMENT,
-                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
-                        (int)dtype);
+    if ((st = cln_check_dtype(dtype))) return st;
     if (cols == 0) return cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
     if (__builtin_mul_overflow(rows, cols, bytes) ||
         __builtin_mul_overflow(*bytes, cln_dtype_size(dtype), bytes))

@@ -2,8 +2,25 @@
    enqueues work or touches a buffer's contents. */
 #include "internal.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+
+clnorm_status cln_check_dtype(clnorm_dtype dtype)
+{
+    if (dtype != CLNORM_F32 && dtype != CLNORM_F16 && dtype != CLNORM_BF16)
+        return cln_fail(CLNORM_INVALID_ARGUMENT,
+                        "dtype = %d is not CLNORM_F32 (0), CLNORM_F16 (1) or CLNORM_BF16 (2)",
+                        (int)dtype);
+    return CLNORM_SUCCESS;
+}
+
+clnorm_status cln_check_eps(float eps)
+{
+    if (!(eps >= 0.0f) || isinf(eps))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "eps = %g is negative or not finite", (double)eps);
+    return CLNORM_SUCCESS;
+}
 
 clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id *dev)
 {
