@@ -125,11 +125,3 @@ clnorm_status clnorm_config_from_env(clnorm_config *c)
     c->serial = !serial || !*serial ? -1 : strcmp(serial, "0") != 0;
     return st;
 }
-
-clnorm_status cln_limits_from_env(cln_limits *l)
-{
-    clnorm_plan_hints h;
-    clnorm_status st = cln_hints_from_env(&h);
-    cln_hints_limits(&h, l);
-    return st;
-}

@@ -159,9 +159,6 @@ typedef struct cln_plan {
     size_t local_bytes;   /* __local scratch per work-group */
 } cln_plan;
 
-/* Reads the CLNORM_* hint variables into limits now, as the process configuration
-   does once at the library's first use (env.c). */
-CLN_HIDDEN clnorm_status cln_limits_from_env(cln_limits *l);
 /* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
    path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
    reason written to why. */
@@ -252,9 +249,6 @@ CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
                                          const cln_profile *p, clnorm_dtype dtype,
                                          cln_path path, cl_program *out);
-/* Compile options for (profile, dtype, path); writes into buf. */
-/* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
-CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
 /* Elements per word of the words kernels (CLN_WORD in cl/dtype.cl) on p:
    forced (2 or 4) if not 0, else the device's choice. The programs are built with it
    and the plan and the views' alignment check follow it. */

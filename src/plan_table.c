@@ -126,7 +126,7 @@ static const cln_plan_params cln_plan_table[CLN_CLASS_COUNT] = {
     },
 };
 
-cln_plan_class cln_plan_class_of(const cln_profile *p)
+static cln_plan_class cln_plan_class_of(const cln_profile *p)
 {
     if (!(p->type & CL_DEVICE_TYPE_CPU)) return CLN_CLASS_GPU;
     return p->vec > 1 ? CLN_CLASS_CPU_VECTOR : CLN_CLASS_CPU_LANES;

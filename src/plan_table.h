@@ -104,9 +104,8 @@ typedef struct cln_plan_params {
     size_t pocl_tiny_wg;
 } cln_plan_params;
 
-/* The class of a device, from its profile alone. */
-CLN_HIDDEN cln_plan_class cln_plan_class_of(const cln_profile *p);
-/* The row of the table for a device (pure: the table is constant). */
+/* The row of the table for a device, by its class, which its profile alone gives
+   (pure: the table is constant). */
 CLN_HIDDEN const cln_plan_params *cln_plan_params_for(const cln_profile *p);
 
 #endif

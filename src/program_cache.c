@@ -19,16 +19,14 @@ typedef struct cln_kslot {
 typedef struct cln_prog {
     cl_context ctx;
     cl_device_id dev;
-    uint64_t key;      /* hash of source and options */
     uint64_t src_hash; /* hash of the source alone */
     char options[512];
     cl_program program;
-    int state; /* 0 building, 1 ready, -1 failed */
+    int state; /* 0 building, 1 ready (a failed build leaves the list) */
     /* Programs of one kernel (cln_programs_one) built from source keep the event of
        their first run; once it has completed, the binary, which then carries the
        compiled work-group function, goes to the disk cache (cln_capture). */
     const cln_profile *prof;
-    cln_kernel_id only; /* the one kernel it holds, or CLN_K_COUNT for all */
     size_t src_len;
     int capture;        /* 1: the binary is still to be stored */
     cl_event first_run; /* retained; NULL until the first run is enqueued */
@@ -122,11 +120,9 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     clRetainContext(ctx);
     e->ctx = ctx;
     e->dev = dev;
-    e->key = cln_hash64(options, strlen(options), src_hash);
     e->src_hash = src_hash;
     e->src_len = len;
     e->prof = p;
-    e->only = only;
     snprintf(e->options, sizeof e->options, "%s", options);
     e->next = cln_progs;
     cln_progs = e;
