@@ -3,7 +3,7 @@
    CLN_DTYPE: 0 float32, 1 float16 (core vload_half/vstore_half, no cl_khr_fp16),
    2 bfloat16 (the high 16 bits of a float32). */
 /* CLN_ONLY=1 with CLN_ONLY_<kernel>=1 compiles that kernel alone (programs of one
-   kernel, src/cache.c); by default every kernel is compiled. */
+   kernel, src/build_options.c); by default every kernel is compiled. */
 #ifndef CLN_ONLY
 #define CLN_ONLY 0
 #endif

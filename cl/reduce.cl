@@ -258,7 +258,7 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 #endif
 /* RMSNorm's register forms hold fewer: with 32 NVIDIA spills around the rarely
    taken rescaling path (docs/DESIGN.md, 'Register slots per work-item'). Keep in
-   step with CLN_RMS_REG_K in src/internal.h. */
+   step with CLN_RMS_REG_K in src/plan.h. */
 #ifndef CLN_RMS_REG_K
 #define CLN_RMS_REG_K 16
 #endif

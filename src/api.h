@@ -4,6 +4,8 @@
 #define CLNORM_API_INTERNAL_H
 
 #include "config.h"
+#include "plan.h"
+#include "types.h"
 
 /* The plan of one call of op on p under settings s: the merged limits, the tuning
    table (unless s turns it off; it may resolve softmax AUTO in *op), then

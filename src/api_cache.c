@@ -2,7 +2,20 @@
    devices, the cache folder and what each of its files holds, and the release of
    what the library keeps for a context. */
 #define _POSIX_C_SOURCE 200809L /* lstat */
+#include "clnorm_advanced.h"
 #include "config.h"
+#include "devices.h"
+#include "disk_cache.h"
+#include "hash.h"
+#include "profile.h"
+#include "program_build.h"
+#include "program_cache.h"
+#include "scratch.h"
+#include "serial.h"
+#include "source.h"
+#include "status.h"
+#include "tuning.h"
+#include "types.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,7 +1,11 @@
 /* The configuration seen from outside: the process configuration read and replaced,
    and the plan hints of threads and queues, each checked here before the
    configuration (config.c) takes it. */
+#include "clnorm_advanced.h"
 #include "config.h"
+#include "hints.h"
+#include "status.h"
+#include "validate.h"
 
 #include <string.h>
 

@@ -1,7 +1,16 @@
 /* Devices and kernels seen from outside: the enumeration in `clnorm devices` order,
    what clnorm knows of a device (its profile), and the driver's limits of each
    compiled kernel. */
+#include "build_options.h"
+#include "clnorm_advanced.h"
 #include "config.h"
+#include "devices.h"
+#include "kernels.h"
+#include "profile.h"
+#include "program_cache.h"
+#include "status.h"
+#include "types.h"
+#include "validate.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,6 +2,16 @@
    the plan of one call (which the operations and clnorm_plan_query share, so that a
    query answers what a call runs), and the calling thread's last plan. */
 #include "api.h"
+#include "clnorm_advanced.h"
+#include "config.h"
+#include "hints.h"
+#include "kernels.h"
+#include "plan.h"
+#include "profile.h"
+#include "status.h"
+#include "tuning.h"
+#include "types.h"
+#include "validate.h"
 
 #include <stdio.h>
 #include <string.h>

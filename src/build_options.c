@@ -2,7 +2,12 @@
    reduction path, and which kernels the program holds (all of them, or one alone:
    docs/DESIGN.md, 'Program grouping'). The options are part of the program's key in
    both caches. */
+#include "build_options.h"
 #include "config.h"
+#include "disk_cache.h"
+#include "kernels.h"
+#include "plan.h"
+#include "types.h"
 
 #include <stdio.h>
 #include <string.h>

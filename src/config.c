@@ -6,6 +6,10 @@
    takes no lock (docs/DESIGN.md, 'Host cost per call'). Hints of the thread and of
    the call's queue are merged over it field by field. */
 #include "config.h"
+#include "clnorm_advanced.h"
+#include "disk_cache.h"
+#include "hints.h"
+#include "status.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

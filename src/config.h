@@ -5,7 +5,8 @@
 #define CLNORM_CONFIG_H
 
 #include "clnorm_advanced.h"
-#include "internal.h"
+#include "plan.h"
+#include "types.h"
 
 /* The process configuration and what follows from it, worked out when it is set so
    that no call parses anything. */
@@ -54,15 +55,5 @@ CLN_HIDDEN clnorm_status cln_queue_hints_set(cl_command_queue queue, cl_context 
 CLN_HIDDEN void cln_queue_hints_forget(cl_context ctx);
 /* The calling thread's hints from now on (NULL: none); already checked. */
 CLN_HIDDEN void cln_thread_hints_set(const clnorm_plan_hints *hints);
-
-/* ---- hints.c: plan hints --------------------------------------------------------- */
-/* Refuses (INVALID_ARGUMENT, naming the field and its value) hints out of range. */
-CLN_HIDDEN clnorm_status cln_hints_check(const clnorm_plan_hints *h);
-/* The same, naming the structure `name` in the message ("config.hints"). */
-CLN_HIDDEN clnorm_status cln_hints_check_named(const clnorm_plan_hints *h, const char *name);
-/* The plan limits that hints h give. */
-CLN_HIDDEN void cln_hints_limits(const clnorm_plan_hints *h, cln_limits *l);
-/* Every field of src that is not automatic replaces dst's. */
-CLN_HIDDEN void cln_hints_overlay(clnorm_plan_hints *dst, const clnorm_plan_hints *src);
 
 #endif

@@ -1,6 +1,7 @@
 /* Device enumeration in `clnorm devices` order and the device specs of API.md
    ("P:D", "cpu", "gpu" or words of the platform's and device's names). */
-#include "internal.h"
+#include "devices.h"
+#include "status.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -14,7 +14,10 @@
    rejected and replaced rather than left beside the new one. Nothing here records
    an error: every problem means "not cached". */
 #define _POSIX_C_SOURCE 200809L
+#include "disk_cache.h"
 #include "config.h"
+#include "hash.h"
+#include "types.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,8 @@
 /* The CLNORM_* environment, read into a clnorm_config: once by the library, at its
    first use, as its process configuration (config.c), and by clnorm_config_from_env
    for any caller. Nothing else in the library reads a CLNORM_* variable. */
-#include "config.h"
+#include "clnorm_advanced.h"
+#include "status.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The one hash of clnorm: FNV-1a, 64 bits. It tells kernel sources and build options
    apart, names the disk cache's files and checks their contents; it is not a
    security measure. */
-#include "internal.h"
+#include "hash.h"
 
 uint64_t cln_hash64(const void *data, size_t len, uint64_t seed)
 {

@@ -1,6 +1,10 @@
 /* Plan hints: their automatic values, their checks, one set merged over another, and
    the plan limits a set gives. Pure: no device, no state. */
-#include "config.h"
+#include "hints.h"
+#include "clnorm_advanced.h"
+#include "plan.h"
+#include "status.h"
+#include "types.h"
 
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* The table of kernels (kernels.h): one entry per __kernel of cl/. */
 #include "kernels.h"
+#include "types.h"
 
 const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_END] = {"", CLN_T_UINT},

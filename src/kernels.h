@@ -5,7 +5,19 @@
 #ifndef CLNORM_KERNELS_H
 #define CLNORM_KERNELS_H
 
-#include "internal.h"
+#include "types.h"
+
+/* Every kernel of the program, in the order of the table below; the program cache
+   keeps a pool per kernel. */
+typedef enum cln_kernel_id {
+    CLN_K_RMSNORM, CLN_K_RMSNORM_REG, CLN_K_ADD_RMSNORM, CLN_K_ADD_RMSNORM_REG,
+    CLN_K_SPLIT_SUM_SQUARES, CLN_K_SPLIT_RMSNORM, CLN_K_SOFTMAX_THREE_PASS,
+    CLN_K_SOFTMAX_ONLINE, CLN_K_SOFTMAX_REG, CLN_K_SOFTMAX_STATS, CLN_K_SPLIT_STATS,
+    CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP,
+    CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
+    CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
+    CLN_K_COUNT
+} cln_kernel_id;
 
 /* What an argument holds. Each kind has one OpenCL type and one parameter name,
    which every kernel that takes it uses. */
@@ -73,6 +85,8 @@ typedef struct cln_kernel_info {
 /* Indexed by cln_kernel_id. */
 CLN_HIDDEN extern const cln_kernel_info cln_kernel_table[CLN_K_COUNT];
 
+/* The kernel's OpenCL name. */
+CLN_HIDDEN const char *cln_kernel_name(cln_kernel_id k);
 /* The kernel that runs stage `stage` of op in variant v (words_half: the half-slot
    form, for the words variant), or CLN_K_COUNT where there is none. Pure. */
 CLN_HIDDEN cln_kernel_id cln_kernel_find(cln_op op, cln_variant v, int words_half, int stage);

@@ -1,5 +1,5 @@
 /* Host-side merge of online-softmax statistics. */
-#include "internal.h"
+#include "clnorm.h"
 
 #include <math.h>
 

@@ -1,7 +1,8 @@
 /* The names of the plan's vocabulary (operations, variants, reduction paths,
    element types) as tools, traces, messages and tuning files write them, and the
    one-line description of a plan. Pure: no device, no state. */
-#include "internal.h"
+#include "types.h"
+#include "plan.h"
 
 #include <stdio.h>
 

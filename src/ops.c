@@ -1,6 +1,16 @@
 /* The device-buffer operations: validate, plan, fetch the kernels, enqueue. */
 #include "api.h"
+#include "build_options.h"
+#include "config.h"
 #include "kernels.h"
+#include "plan.h"
+#include "profile.h"
+#include "program_cache.h"
+#include "scratch.h"
+#include "serial.h"
+#include "status.h"
+#include "types.h"
+#include "validate.h"
 
 #include <stdlib.h>
 #include <stdio.h>

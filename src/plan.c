@@ -2,9 +2,10 @@
    for one call. cln_plan_make is a pure function of its arguments so tests can call
    it with the profile of any device, real or not; it runs the steps below, which take
    every threshold from the device's row of the plan table (src/plan_table.c). */
-#include "internal.h"
+#include "plan.h"
 #include "kernels.h"
 #include "plan_table.h"
+#include "types.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,7 @@
    docs/DESIGN.md, 'The plan table'). A row names every number the plan steps use, so
    the three rows can be read side by side; values that a class never reads are 0. */
 #include "plan_table.h"
+#include "types.h"
 
 static const cln_plan_params cln_plan_table[CLN_CLASS_COUNT] = {
     [CLN_CLASS_GPU] = {

@@ -4,7 +4,7 @@
 #ifndef CLNORM_PLAN_TABLE_H
 #define CLNORM_PLAN_TABLE_H
 
-#include "internal.h"
+#include "types.h"
 
 /* The device classes the plan tells apart. */
 typedef enum cln_plan_class {

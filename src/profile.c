@@ -1,7 +1,10 @@
 /* The profile of each device: what its queries say, and what small probe kernels
    show it can really compile (sub-groups, NVIDIA warp shuffles). Probed once per
    device and process; the probes' answers are kept in the disk cache. */
-#include "internal.h"
+#include "profile.h"
+#include "disk_cache.h"
+#include "status.h"
+#include "types.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -145,7 +148,8 @@ static const char cln_probe_nv[] =
     "__kernel void probe(__global float *p) {\n"
     "  float v = p[get_global_id(0)], r;\n"
     "#ifdef CLN_NV_SYNC\n"
-    "  asm volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\" : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
+    "  asm volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\""
+    " : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
     "#else\n"
     "  asm volatile(\"shfl.bfly.b32 %0, %1, %2, 0x1f;\" : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
     "#endif\n"

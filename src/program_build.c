@@ -1,7 +1,12 @@
 /* Building one program: from its binary in the disk cache where there is one and the
    driver takes it, else from source, whose binary then goes to the disk cache for
    the next process (at once, or after the first run: cln_program_build). */
+#include "program_build.h"
 #include "config.h"
+#include "disk_cache.h"
+#include "kernels.h"
+#include "status.h"
+#include "types.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -83,8 +88,8 @@ clnorm_status cln_program_build(cl_context ctx, cl_device_id dev, const cln_prof
     err = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         char *log = cln_build_log(prog, dev);
-        clnorm_status st = cln_fail(err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS
-                                        ? CLNORM_BUILD_FAILED : cln_cl_status(err),
+        const int refused = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS;
+        clnorm_status st = cln_fail(refused ? CLNORM_BUILD_FAILED : cln_cl_status(err),
                                     "clBuildProgram with \"%s\" failed: %s (%d); build log:\n%s",
                                     options, cln_cl_error_name(err), (int)err,
                                     log ? log : "(none)");

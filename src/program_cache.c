@@ -3,7 +3,13 @@
    lent to one caller at a time from a per-program pool, because clSetKernelArg on a
    shared cl_kernel is not thread-safe; arguments are captured at enqueue, so a
    kernel goes back to the pool right after its enqueue. */
-#include "config.h"
+#include "program_cache.h"
+#include "build_options.h"
+#include "kernels.h"
+#include "program_build.h"
+#include "source.h"
+#include "status.h"
+#include "types.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -13,7 +13,8 @@
    Otherwise buffers are pooled per context and handed back by a completion callback
    on the call's last event, so no later call reuses one while a kernel reads it. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
-#include "internal.h"
+#include "scratch.h"
+#include "status.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -6,7 +6,9 @@
    operations on PoCL'). On PoCL each operation waits for the one before: through its
    wait list in the same context, on the host across contexts. PoCL runs a kernel on
    every core anyway, so little concurrency is lost. */
+#include "serial.h"
 #include "config.h"
+#include "types.h"
 
 #include <pthread.h>
 #include <stdlib.h>

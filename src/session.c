@@ -1,6 +1,9 @@
 /* Sessions (one context and one in-order queue on one device) and the host-array
    functions built on them. */
-#include "internal.h"
+#include "devices.h"
+#include "status.h"
+#include "types.h"
+#include "validate.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +69,8 @@ static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype,
     if (cols == 0) return cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
     if (__builtin_mul_overflow(rows, cols, bytes) ||
         __builtin_mul_overflow(*bytes, cln_dtype_size(dtype), bytes))
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "rows %zu x cols %zu overflows size_t", rows, cols);
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "rows %zu x cols %zu overflows size_t", rows,
+                        cols);
     return CLNORM_SUCCESS;
 }
 

@@ -1,6 +1,9 @@
 /* The kernel source: the .cl files embedded at build time, or read from
    $CLNORM_KERNEL_DIR for kernel development without rebuilding. */
+#include "source.h"
 #include "config.h"
+#include "hash.h"
+#include "status.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* Status strings, OpenCL error names and the thread-local last-error message. */
-#include "internal.h"
+#include "status.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 

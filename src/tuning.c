@@ -4,7 +4,12 @@
    The payload is text, one entry a line:
      op dtype cols rows algo variant path wg team slices best_us builtin_us */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "tuning.h"
+#include "disk_cache.h"
+#include "hash.h"
+#include "plan.h"
+#include "source.h"
+#include "types.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* Argument validation: every refusal names the offending value. Nothing here
    enqueues work or touches a buffer's contents. */
-#include "internal.h"
+#include "validate.h"
+#include "status.h"
 
 #include <math.h>
 #include <stdint.h>

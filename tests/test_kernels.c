@@ -7,7 +7,10 @@
    program (clGetKernelArgInfo), where it reports argument information. */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
+#include "build_options.h"
 #include "kernels.h"
+#include "profile.h"
+#include "source.h"
 
 #include <ctype.h>
 #include <stdlib.h>

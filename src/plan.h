@@ -1,0 +1,65 @@
+/* The plan of one call: which variant, work-group size, work-items per row, split and
+   reduction path (plan.c), a pure function of the device's profile, the limits and
+   the shape. */
+#ifndef CLNORM_PLAN_H
+#define CLNORM_PLAN_H
+
+#include "kernels.h"
+#include "types.h"
+
+/* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
+#define CLN_REG_K 32
+#define CLN_RMS_REG_K 16
+
+/* Limits and overrides that lower or force what the plan may use; 0 / -1 = none. */
+typedef struct cln_limits {
+    size_t max_wg;        /* CLNORM_MAX_WORK_GROUP, or the kernel's own limit */
+    cl_ulong max_local;   /* CLNORM_MAX_LOCAL_MEM */
+    size_t force_wg;      /* CLNORM_WORK_GROUP */
+    size_t force_team;    /* CLNORM_ROW_THREADS: work-items per row */
+    int force_path;       /* CLNORM_REDUCTION: -1 auto, else a cln_path (LOCAL or
+                             SUBGROUP; SUBGROUP means the device's fast path) */
+    int force_variant;    /* CLNORM_VARIANT: -1 auto, else a cln_variant */
+    size_t force_slices;  /* CLNORM_SPLIT: work-groups per row for the split variant */
+    int no_words;         /* set by the caller when some view's rows do not all start
+                             at a multiple of the word: the words variant is
+                             then off */
+    size_t word;          /* CLNORM_PAIR_WORD: elements per word of the words variant
+                             (2 or 4), 0 for the device's choice (cln_word_size) */
+} cln_limits;
+
+typedef struct cln_plan {
+    cln_op op;            /* resolved: never CLN_OP_SOFTMAX_AUTO */
+    cln_variant variant;
+    cln_path path;        /* program compiled for; the kernel falls back to local
+                             trees at run time where (wg, team) do not suit it */
+    cln_kernel_id k1, k2, k3; /* stage kernels; CLN_K_COUNT where a stage is absent */
+    int online;           /* register variant of softmax: online (1) or three-pass (0) */
+    int words_half;       /* words variant: the kernels with half the slots */
+    size_t wg;            /* work-group size */
+    size_t team;          /* work-items per row; divides wg (== wg for split) */
+    size_t rows_per_wg;   /* wg / team */
+    size_t groups;        /* number of work-groups (stage one) */
+    size_t slices;        /* split: work-groups per row */
+    size_t slice_len;     /* split: columns per work-group, a multiple of wg */
+    size_t local_bytes;   /* __local scratch per work-group */
+} cln_plan;
+
+/* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
+   path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
+   reason written to why. */
+CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim,
+                                       cln_op op, clnorm_dtype dtype, size_t rows,
+                                       size_t cols, cln_plan *out, char *why,
+                                       size_t why_len);
+/* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
+   CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
+CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
+/* Elements per word of the words kernels (CLN_WORD in cl/dtype.cl) on p: forced (2
+   or 4) if not 0, else the device's choice. The programs are built with it and the
+   plan and the views' alignment check follow it. */
+CLN_HIDDEN size_t cln_word_size(const cln_profile *p, size_t forced);
+/* One line describing a plan, for tools and messages (names.c). */
+CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,17 @@
+/* The kernel source: embedded, or from the configuration's kernel folder (source.c). */
+#ifndef CLNORM_SOURCE_H
+#define CLNORM_SOURCE_H
+
+#include "types.h"
+
+/* The whole program source, malloc'd. */
+CLN_HIDDEN clnorm_status cln_source_get(char **src, size_t *len);
+/* The source a program is built from, and its hash: the embedded source (assembled
+   once; *owned 0) or the kernel folder's, read again at every build (*owned 1: the
+   caller frees it). */
+CLN_HIDDEN clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash,
+                                              int *owned);
+/* Frees the embedded source's copy (clnorm_release_cache(NULL)). */
+CLN_HIDDEN void cln_source_forget(void);
+
+#endif

@@ -1,0 +1,39 @@
+/* Argument checks of the entry points: every refusal names the offending value
+   (validate.c). */
+#ifndef CLNORM_VALIDATE_H
+#define CLNORM_VALIDATE_H
+
+#include "types.h"
+
+/* INVALID_ARGUMENT, naming the value, unless dtype is a clnorm_dtype. */
+CLN_HIDDEN clnorm_status cln_check_dtype(clnorm_dtype dtype);
+/* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative. */
+CLN_HIDDEN clnorm_status cln_check_eps(float eps);
+/* Checks the common arguments and returns the queue's context and device. */
+CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
+                                         cl_device_id *dev);
+CLN_HIDDEN clnorm_status cln_check_waits(cl_uint n, const cl_event *list);
+/* Checks view `name` of rows x cols elements of esize bytes against its buffer;
+   resolves ld == 0. */
+CLN_HIDDEN clnorm_status cln_check_view(const char *name, cl_context ctx,
+                                        clnorm_matrix *v, size_t rows, size_t cols,
+                                        size_t esize);
+/* Checks a plain array of n elements at offset 0 of mem. */
+CLN_HIDDEN clnorm_status cln_check_array(const char *name, cl_context ctx, cl_mem mem,
+                                         size_t n, size_t esize);
+/* Refuses partial overlap of two views (both already checked); 1 in *same when they
+   are exactly the same view. */
+CLN_HIDDEN clnorm_status cln_check_overlap(const char *a_name, const clnorm_matrix *a,
+                                           const char *b_name, const clnorm_matrix *b,
+                                           size_t rows, size_t cols, size_t esize,
+                                           int *same);
+
+/* Refuses two byte ranges [off, off+len) that share memory. */
+CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off,
+                                            size_t a_len, const char *b_name, cl_mem b,
+                                            size_t b_off, size_t b_len);
+/* Bytes from a checked view's first element to its last. */
+CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
+                                 size_t esize);
+
+#endif
