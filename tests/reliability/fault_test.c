@@ -25,6 +25,7 @@
    Exit 0 all passed, 1 a failure, 77 the shim is not loaded. */
 #define _GNU_SOURCE
 #include "rel.h"
+#include "clnorm_advanced.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -150,19 +151,19 @@ static void caller_release(fx *f)
         if (*all[i]) { clReleaseMemObject(*all[i]); *all[i] = NULL; }
 }
 
-static void env_split(void)
+/* Split plans of 3 slices in groups of 8 for this thread's calls; force_clear goes
+   back to the library's plans. */
+static void force_split(void)
 {
-    setenv("CLNORM_VARIANT", "split", 1);
-    setenv("CLNORM_SPLIT", "3", 1);
-    setenv("CLNORM_WORK_GROUP", "8", 1);
+    clnorm_plan_hints h;
+    clnorm_plan_hints_init(&h);
+    h.variant = CLNORM_VARIANT_SPLIT;
+    h.split = 3;
+    h.work_group = 8;
+    clnorm_set_thread_hints(&h);
 }
 
-static void env_clear(void)
-{
-    unsetenv("CLNORM_VARIANT");
-    unsetenv("CLNORM_SPLIT");
-    unsetenv("CLNORM_WORK_GROUP");
-}
+static void force_clear(void) { clnorm_set_thread_hints(NULL); }
 
 static int close_all(const float *got, const double *want, size_t n, clnorm_dtype dt)
 {
@@ -327,10 +328,10 @@ static const scenario scenarios[] = {
     {"rmsnorm_host f32", NULL, 0, act_rms_host, verify_rms_host},
     {"add_rmsnorm_host f16", NULL, 0, act_add_host, verify_add_host},
     {"softmax_stats_host bf16", NULL, 0, act_stats_host, verify_stats_host},
-    {"softmax 3-pass split (3 kernels)", env_split, 0, act_sm3, verify_softmax},
-    {"softmax online split (2 kernels)", env_split, 0, act_smo, verify_softmax},
-    {"softmax_stats split", env_split, 0, act_stats_dev, verify_stats_dev},
-    {"rmsnorm split", env_split, 0, act_rms_dev, verify_rms_dev},
+    {"softmax 3-pass split (3 kernels)", force_split, 0, act_sm3, verify_softmax},
+    {"softmax online split (2 kernels)", force_split, 0, act_smo, verify_softmax},
+    {"softmax_stats split", force_split, 0, act_stats_dev, verify_stats_dev},
+    {"rmsnorm split", force_split, 0, act_rms_dev, verify_rms_dev},
     {"rmsnorm stream", NULL, 0, act_rms_dev, verify_rms_dev},
     {"softmax online, warm cache", NULL, 1, act_smo, verify_softmax},
     {"warmup", NULL, 0, act_warmup, NULL},
@@ -375,7 +376,7 @@ static clnorm_status run(fx *f, const scenario *sc, const char *fn, long nth, cl
     }
     *verified = st == CLNORM_SUCCESS && (!sc->verify || sc->verify(f));
     caller_release(f);
-    env_clear();
+    force_clear();
     return st;
 }
 
@@ -470,9 +471,8 @@ int main(int argc, char **argv)
         printf("SKIP: clnorm_faultshim is not loaded (LD_PRELOAD=.../libclnorm_faultshim.so)\n");
         return 77;
     }
-    setenv("CLNORM_CACHE_DIR", "off", 1);
-    setenv("CLNORM_TUNING", "off", 1);
-    env_clear();
+    rel_configure("off", 1);
+    force_clear();
     uint64_t seed = 99;
     for (int i = 0; i < R * C; i++) {
         f.x[i] = (float)(rel_unit(&seed) * 8.0 - 4.0);

@@ -16,7 +16,10 @@
    numbers). Under
    LeakSanitizer (CLNORM_SANITIZE=address) the exit check covers host allocations. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "build_options.h"
+#include "devices.h"
+#include "profile.h"
+#include "source.h"
 #include "rel.h"
 
 #include <malloc.h>
@@ -175,7 +178,7 @@ int main(int argc, char **argv)
     }
     if (n < 2) n = 2;
     if (max_growth < 0) max_growth = (long)(n * 200 / 1024) > 1024 ? (long)(n * 200 / 1024) : 1024;
-    setenv("CLNORM_CACHE_DIR", "off", 1); /* memory caches only: what is measured */
+    rel_configure("off", 0); /* memory caches only: what is measured */
     unsigned long warm = n / 10 > 50 ? n / 10 : 50;
     if (warm >= n) warm = n / 2;
     uint64_t seed = 12345;

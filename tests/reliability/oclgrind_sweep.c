@@ -8,8 +8,9 @@
    The sweep walks: build configurations (the kernel program as compiled for GPUs,
    for CPUs with 4-, 8- and 16-wide vectors, and as Oclgrind itself gets it) x
    dtypes x shape configurations (forced variants, work-group sizes, work-items per
-   row, split slices) x operations. Every case's plan is recomputed with the library's
-   own plan function, and the sweep fails unless every kernel of the program ran for
+   row, split slices) x operations. Every case's plan is the one the library reports
+   for the call (clnorm_last_plan), and the sweep fails unless every kernel of the
+   program ran for
    every dtype and build configuration, with the awkward cases each kernel family
    has: several rows per work-group with a partial last group, a column tail, a team
    that is not a power of two, one work-item per row, a partial last slice, and
@@ -18,7 +19,7 @@
      oclgrind_sweep [--device SPEC] [--quick] [--verbose]
    exit 0: all cases passed and the coverage is complete; 1 otherwise. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "clnorm_advanced.h"
 #include "rel.h"
 
 #include <math.h>
@@ -27,28 +28,30 @@
 #include <string.h>
 
 /* ---- what is swept ------------------------------------------------------------- */
-/* CLNORM_BUILD_OPTIONS come after the library's own options, so -U/-D replace them. */
-/* pair_word: CLNORM_PAIR_WORD for the build (NULL: the device's choice); it sets both
+/* The extra build options (the configuration's build_options, CLNORM_BUILD_OPTIONS)
+   come after the library's own options, so -U/-D replace them. word: the words
+   variant's elements per word for the build (0: the device's choice); it sets both
    the kernels' CLN_WORD and the plan's alignment rule, so it is not a -D here. */
-typedef struct sw_build { const char *name, *options; unsigned vec; const char *pair_word; } sw_build;
+typedef struct sw_build { const char *name, *options; unsigned vec; size_t word; } sw_build;
 static const sw_build builds[] = {
-    {"native", NULL, 0, NULL},                                    /* as this device gets it */
-    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 1, NULL}, /* round-robin */
+    {"native", "", 0, 0},                                         /* as this device gets it */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 1, 0}, /* round-robin */
     /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
-    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, NULL},
-    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8, NULL},
-    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4, NULL},
-    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8, NULL},
-    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16, NULL},
-    /* As GPUs run: vector loops and paired words of 4 elements. */
-    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 4, "4"},
+    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, 0},
+    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8, 0},
+    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4, 0},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8, 0},
+    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16, 0},
+    /* As GPUs run: vector loops and words of 4 elements. */
+    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 4, 4},
 };
 #define NBUILDS (sizeof builds / sizeof builds[0])
 
 typedef struct sw_config {
     const char *name;
-    const char *variant, *wg, *team, *split; /* CLNORM_VARIANT, _WORK_GROUP, _ROW_THREADS,
-                                                _SPLIT; NULL: unset */
+    const char *variant, *wg, *team, *split; /* as CLNORM_VARIANT, _WORK_GROUP,
+                                                _ROW_THREADS and _SPLIT take them; NULL:
+                                                the library's */
     size_t rows, cols;
     int even; /* views whose rows all start at multiples of the paired word, so the
                  paired forms run */
@@ -112,9 +115,10 @@ enum { SW_RMS, SW_ADD_RMS, SW_ADD_RMS_UPD, SW_SM3, SW_SMO, SW_SMAUTO, SW_STATS, 
 static const char *const sw_op_names[SW_NOPS] = {
     "rmsnorm", "add_rmsnorm", "add_rmsnorm(update)", "softmax-3pass", "softmax-online",
     "softmax-auto", "softmax-stats"};
-static const cln_op sw_plan_op[SW_NOPS] = {
-    CLN_OP_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_ADD_RMSNORM, CLN_OP_SOFTMAX_THREE_PASS,
-    CLN_OP_SOFTMAX_ONLINE, CLN_OP_SOFTMAX_AUTO, CLN_OP_STATS};
+static const clnorm_op sw_plan_op[SW_NOPS] = {
+    CLNORM_OP_RMSNORM, CLNORM_OP_ADD_RMSNORM, CLNORM_OP_ADD_RMSNORM,
+    CLNORM_OP_SOFTMAX_THREE_PASS, CLNORM_OP_SOFTMAX_ONLINE, CLNORM_OP_SOFTMAX_AUTO,
+    CLNORM_OP_SOFTMAX_STATS};
 
 /* ---- coverage --------------------------------------------------------------------- */
 enum {
@@ -130,13 +134,16 @@ enum {
     KIND_SPLIT = 512,     /* a stage of a split plan */
     KIND_RMS = 1024       /* a stage of an RMSNorm plan (f32 and bf16 can rescale) */
 };
-static unsigned coverage[NBUILDS][3][CLN_K_COUNT];
+/* Kernels by their index in the library's list (clnorm_kernel_name). */
+#define SW_MAX_KERNELS 64
+static unsigned coverage[NBUILDS][3][SW_MAX_KERNELS];
 
 typedef struct sw_ctx {
     cl_context ctx;
     cl_command_queue q;
     cl_device_id dev;
-    const cln_profile *prof;
+    clnorm_device_info info;
+    size_t word;      /* the words variant's elements per word in this build */
     int verbose;
     unsigned long cases, launches, failures, elements;
 } sw_ctx;
@@ -148,9 +155,60 @@ typedef struct sw_ctx {
         printf("\n");                                                                 \
     } while (0)
 
-static void set_env(const char *name, const char *v)
+static size_t parse_size(const char *v) { return v ? (size_t)strtoull(v, NULL, 10) : 0; }
+
+static int parse_variant(const char *v)
 {
-    if (v) setenv(name, v, 1); else unsetenv(name);
+    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words"};
+    for (int i = 0; v && i < CLNORM_VARIANT_COUNT; i++)
+        if (!strcmp(v, names[i])) return i;
+    return CLNORM_VARIANT_AUTO;
+}
+
+/* The process configuration of one build and shape configuration: built-in plans on
+   the local path, no disk cache, the build's options and word, the shape forced. */
+static int configure(sw_ctx *c, const sw_build *b, const sw_config *cfg)
+{
+    clnorm_config conf;
+    clnorm_config_get(&conf);
+    clnorm_plan_hints_init(&conf.hints);
+    conf.hints.tuning = 0;
+    conf.hints.reduction = CLNORM_REDUCTION_LOCAL;
+    conf.hints.word = b->word;
+    conf.hints.variant = parse_variant(cfg->variant);
+    conf.hints.work_group = parse_size(cfg->wg);
+    conf.hints.items_per_row = parse_size(cfg->team);
+    conf.hints.split = parse_size(cfg->split);
+    snprintf(conf.cache_dir, sizeof conf.cache_dir, "off");
+    snprintf(conf.build_options, sizeof conf.build_options, "%s", b->options);
+    if (clnorm_config_set(&conf) != CLNORM_SUCCESS) {
+        FAIL(c, "[%s %s] configuration refused: %s", b->name, cfg->name, clnorm_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* Elements per word of the words variant under the configuration now (no shape
+   forced), as a forced words plan of whole words has it. */
+static size_t words_word(sw_ctx *c)
+{
+    clnorm_plan_hints h;
+    clnorm_plan_info pl;
+    clnorm_plan_hints_init(&h);
+    h.variant = CLNORM_VARIANT_WORDS;
+    if (clnorm_plan_query(c->dev, &h, CLNORM_OP_SOFTMAX_THREE_PASS, CLNORM_F32, 1, 4, &pl) ||
+        pl.variant != CLNORM_VARIANT_WORDS)
+        return 2;
+    return pl.word;
+}
+
+/* The index of a kernel in the library's list; SW_MAX_KERNELS if it is not there. */
+static size_t kernel_index(const char *name)
+{
+    size_t n = clnorm_kernel_count();
+    for (size_t i = 0; i < n && i < SW_MAX_KERNELS; i++)
+        if (!strcmp(clnorm_kernel_name(i), name)) return i;
+    return SW_MAX_KERNELS;
 }
 
 /* ---- buffers with canaries -------------------------------------------------------- */
@@ -245,44 +303,46 @@ static void gen_softmax_row(uint64_t *s, float *x, size_t cols, int kind)
 }
 
 /* ---- one case ---------------------------------------------------------------------- */
+/* Records what the kernels of the call that just ran met: its plan, as the library
+   reports it. */
 static void record(sw_ctx *c, size_t b, clnorm_dtype dt, int op, size_t rows, size_t cols,
-                   int no_pairs, int rescale_mix, const char *label)
+                   int rescale_mix, const char *label)
 {
-    cln_limits lim;
-    cln_plan pl;
-    char why[512] = "";
-    int st = cln_limits_from_env(&lim);
-    lim.no_pairs = no_pairs; /* as the library sets it from the views */
-    if (st ||
-        cln_plan_make(c->prof, &lim, sw_plan_op[op], dt, rows, cols, &pl, why, sizeof why)) {
-        FAIL(c, "%s: the plan function refuses a case that ran: %s", label, why);
+    clnorm_plan_info pl;
+    if (!clnorm_last_plan(&pl)) {
+        FAIL(c, "%s: no plan recorded for a call that ran", label);
         return;
     }
-    cln_kernel_id k[3] = {pl.k1, pl.k2, pl.k3};
-    size_t vec = builds[b].vec ? builds[b].vec : (c->prof->vec ? c->prof->vec : 1);
+    const int split = pl.variant == CLNORM_VARIANT_SPLIT;
+    size_t vec = builds[b].vec ? builds[b].vec : (c->info.vector_width ? c->info.vector_width : 1);
     for (int j = 0; j < 3; j++) {
-        if (k[j] == CLN_K_COUNT) continue;
+        if (!pl.kernels[j]) continue;
+        size_t k = kernel_index(pl.kernels[j]);
+        if (k == SW_MAX_KERNELS) {
+            FAIL(c, "%s: kernel %s is not in the library's list", label, pl.kernels[j]);
+            continue;
+        }
         unsigned f = COV_RAN;
-        if (pl.variant != CLN_VAR_SPLIT) {
-            if (pl.rows_per_wg > 1 && rows % pl.rows_per_wg) f |= COV_MULTIROW;
-            if (cols % pl.team || (vec > 1 && cols % vec)) f |= COV_TAIL;
-            if (pl.team & (pl.team - 1)) f |= COV_NPOT;
-            if (pl.team == 1) f |= COV_TEAM1;
+        if (!split) {
+            if (pl.rows_per_group > 1 && rows % pl.rows_per_group) f |= COV_MULTIROW;
+            if (cols % pl.items_per_row || (vec > 1 && cols % vec)) f |= COV_TAIL;
+            if (pl.items_per_row & (pl.items_per_row - 1)) f |= COV_NPOT;
+            if (pl.items_per_row == 1) f |= COV_TEAM1;
         } else {
-            if (cols % pl.slice_len) f |= COV_SLICE;
-            if (pl.wg & (pl.wg - 1)) f |= COV_NPOT;
+            if (cols % pl.split_cols) f |= COV_SLICE;
+            if (pl.work_group & (pl.work_group - 1)) f |= COV_NPOT;
             f |= COV_TAIL;
         }
         if (rescale_mix) f |= COV_RESCALE;
-        f |= pl.variant == CLN_VAR_SPLIT ? KIND_SPLIT : KIND_ROW;
-        if (sw_plan_op[op] == CLN_OP_RMSNORM || sw_plan_op[op] == CLN_OP_ADD_RMSNORM)
+        f |= split ? KIND_SPLIT : KIND_ROW;
+        if (sw_plan_op[op] == CLNORM_OP_RMSNORM || sw_plan_op[op] == CLNORM_OP_ADD_RMSNORM)
             f |= KIND_RMS;
-        coverage[b][dt][k[j]] |= f;
+        coverage[b][dt][k] |= f;
         c->launches++;
     }
     if (c->verbose) {
         char d[256];
-        cln_plan_describe(&pl, d, sizeof d);
+        clnorm_plan_describe(&pl, d, sizeof d);
         printf("  ok %s: %s\n", label, d);
     }
 }
@@ -336,17 +396,13 @@ static void run_case(sw_ctx *c, size_t b, clnorm_dtype dt, const sw_config *cfg,
     size_t xoff = 1 + idx % 3, xld_arg = idx % 2 ? 0 : cols + 3, xld = xld_arg ? xld_arg : cols;
     size_t yoff = inplace ? xoff : 2 + idx % 2, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + 2 : 0);
     size_t roff = 3, rld = cols + 1;
-    const size_t w = cln_pair_word(c->prof, cln_pair_word_env());
+    const size_t w = c->word;
     if (cfg->even) { /* offsets and padding still, but multiples of the word */
         xoff = w * (idx % 2), xld_arg = idx % 2 ? 0 : cols + 2 * w, xld = xld_arg ? xld_arg : cols;
         yoff = inplace ? xoff : w, yld_arg = inplace ? xld_arg : (idx % 4 ? cols + w : 0);
         roff = w, rld = cols + w;
     }
     size_t yld = yld_arg ? yld_arg : cols;
-    /* What the library sees (src/ops.c): views a kernel does not use count as even. */
-    size_t odd_bits = xoff | (stats ? 0 : yoff) | (add ? roff : 0);
-    if (rows > 1) odd_bits |= xld | (stats ? 0 : yld) | (add ? rld : 0);
-    const int no_pairs = (odd_bits & (w - 1)) != 0;
     char label[256];
     snprintf(label, sizeof label, "[%s %s %s] %s %zux%zu%s%s eps %g", builds[b].name,
              rel_dtype_name(dt), cfg->name, sw_op_names[op], rows, cols,
@@ -509,8 +565,7 @@ static void run_case(sw_ctx *c, size_t b, clnorm_dtype dt, const sw_config *cfg,
         free(gm);
         free(gs);
     }
-    record(c, b, dt, op, rows, cols, no_pairs, rms && rescale_kinds == 3 && dt != CLNORM_F16,
-           label);
+    record(c, b, dt, op, rows, cols, rms && rescale_kinds == 3 && dt != CLNORM_F16, label);
 done_h:
     if (h != x) free(h);
 done:
@@ -547,13 +602,13 @@ static unsigned long report_coverage(size_t nbuilds)
     unsigned long missing = 0, total = 0;
     for (size_t b = 0; b < nbuilds; b++)
         for (int dt = 0; dt < 3; dt++)
-            for (int k = 0; k < CLN_K_COUNT; k++) {
+            for (size_t k = 0; k < clnorm_kernel_count() && k < SW_MAX_KERNELS; k++) {
                 unsigned have = coverage[b][dt][k], w = wanted(have, (clnorm_dtype)dt);
                 total++;
                 if ((w & have) == w) continue;
                 missing++;
                 printf("FAIL: coverage: %s %s %s lacks:", builds[b].name,
-                       rel_dtype_name((clnorm_dtype)dt), cln_kernel_name((cln_kernel_id)k));
+                       rel_dtype_name((clnorm_dtype)dt), clnorm_kernel_name(k));
                 for (int f = 0; f < 7; f++)
                     if ((w & ~have) & (1u << f)) printf(" %s", flag_names[f]);
                 printf("\n");
@@ -578,10 +633,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    /* Built-in plans only, nothing from a disk cache: the same run everywhere. */
-    setenv("CLNORM_TUNING", "off", 1);
-    setenv("CLNORM_CACHE_DIR", "off", 1);
-    setenv("CLNORM_REDUCTION", "local", 1);
+    /* Built-in plans only, nothing from a disk cache: the same run everywhere
+       (configure sets that for each configuration). */
+    if (!configure(&c, &builds[0], &configs[0])) return 1;
     clnorm_session *s = NULL;
     clnorm_status st = clnorm_session_create(spec, &s);
     if (st) {
@@ -591,29 +645,31 @@ int main(int argc, char **argv)
     c.ctx = clnorm_session_context(s);
     c.q = clnorm_session_queue(s);
     clGetCommandQueueInfo(c.q, CL_QUEUE_DEVICE, sizeof c.dev, &c.dev, NULL);
-    if (cln_profile_get(c.dev, &c.prof)) {
+    if (clnorm_device_describe(c.dev, 1, &c.info)) {
         printf("FAIL: profile: %s\n", clnorm_last_error());
         return 1;
     }
+    if (clnorm_kernel_count() > SW_MAX_KERNELS) {
+        printf("FAIL: %zu kernels, more than the %d this sweep keeps\n", clnorm_kernel_count(),
+               SW_MAX_KERNELS);
+        return 1;
+    }
     printf("oclgrind_sweep on \"%s\" (%s): vec %u, max work-group %zu, local memory %llu\n",
-           clnorm_session_device_name(s), c.prof->platform_version, c.prof->vec, c.prof->max_wg,
-           (unsigned long long)c.prof->local_mem);
+           clnorm_session_device_name(s), c.info.platform_version, c.info.vector_width,
+           c.info.max_work_group, (unsigned long long)c.info.local_mem);
     fflush(stdout);
     double t0 = rel_now();
     size_t nbuilds = quick ? 1 : NBUILDS;
     unsigned long idx = 0;
     for (size_t b = 0; b < nbuilds; b++) {
-        set_env("CLNORM_BUILD_OPTIONS", builds[b].options);
-        set_env("CLNORM_PAIR_WORD", builds[b].pair_word);
         double tb = rel_now();
+        if (!configure(&c, &builds[b], &configs[0])) continue;
+        c.word = words_word(&c);
         unsigned long f0 = c.failures, c0 = c.cases;
         for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++)
             for (size_t k = 0; k < NCONFIGS; k++) {
                 const sw_config *cfg = &configs[k];
-                set_env("CLNORM_VARIANT", cfg->variant);
-                set_env("CLNORM_WORK_GROUP", cfg->wg);
-                set_env("CLNORM_ROW_THREADS", cfg->team);
-                set_env("CLNORM_SPLIT", cfg->split);
+                if (!configure(&c, &builds[b], cfg)) continue;
                 for (int op = 0; op < SW_NOPS; op++)
                     run_case(&c, b, (clnorm_dtype)dt, cfg, op, idx++);
             }

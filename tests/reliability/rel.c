@@ -1,10 +1,12 @@
 /* Helpers shared by the reliability programs; see rel.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "rel.h"
+#include "clnorm_advanced.h"
 
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -197,3 +199,15 @@ uint64_t rel_rand(uint64_t *s)
 }
 
 double rel_unit(uint64_t *s) { return (double)(rel_rand(s) >> 11) * 0x1.0p-53; }
+
+void rel_configure(const char *cache_dir, int builtin_plans)
+{
+    clnorm_config c;
+    clnorm_config_get(&c);
+    snprintf(c.cache_dir, sizeof c.cache_dir, "%s", cache_dir);
+    if (builtin_plans) c.hints.tuning = 0;
+    if (clnorm_config_set(&c) != CLNORM_SUCCESS) {
+        fprintf(stderr, "configuration refused: %s\n", clnorm_last_error());
+        exit(2);
+    }
+}

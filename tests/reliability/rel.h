@@ -41,4 +41,10 @@ int rel_open_fds(void);            /* entries of /proc/self/fd */
 uint64_t rel_rand(uint64_t *s);    /* splitmix64 */
 double rel_unit(uint64_t *s);      /* [0, 1) */
 
+/* ---- the library's configuration ------------------------------------------------- */
+/* Sets the process configuration (clnorm_advanced.h) before the run: the disk cache
+   folder ("off": no disk cache) and, with builtin_plans, no tuning table. The rest
+   stays as the CLNORM_* environment gave it. Exits with status 2 if refused. */
+void rel_configure(const char *cache_dir, int builtin_plans);
+
 #endif

@@ -189,7 +189,7 @@ int main(int argc, char **argv)
         }
     }
     if (nthreads < 1 || nthreads > 64 || iterations < 1) return 2;
-    setenv("CLNORM_CACHE_DIR", "off", 1);
+    rel_configure("off", 0);
     if (clnorm_session_create(spec, &shared)) {
         printf("FAIL: session: %s\n", clnorm_last_error());
         return 1;
