@@ -25,10 +25,10 @@ typedef ushort cln_t;
 #define CLN_LOAD(p, i) as_float((uint)(p)[(i)] << 16)
 /* Round to nearest even; a NaN stays a (quiet) NaN instead of rounding to inf.
    NVIDIA GPUs from compute capability 8 do both in one instruction, for two values
-   at once (the host passes -DCLN_NV_CVT there; -DCLN_PORTABLE_CVT overrides), where
-   the integer form costs about seven instructions per element (docs/DESIGN.md,
-   'bfloat16 conversion'). Its NaN is the canonical 0x7fff, still a NaN. */
-#if defined(CLN_NV_CVT) && !defined(CLN_PORTABLE_CVT)
+   at once (the host passes -DCLN_NV_CVT there), where the integer form costs about
+   seven instructions per element (docs/DESIGN.md, 'bfloat16 conversion'). Its NaN
+   is the canonical 0x7fff, still a NaN. */
+#ifdef CLN_NV_CVT
 #define CLN_NV_BF16 1
 inline uint cln_nv_bf16x2(float lo, float hi)
 {

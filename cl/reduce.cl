@@ -20,11 +20,8 @@
 /* The exponential the weights take. In 16-bit storage it is exp2 of the difference
    scaled by log2(e): the scaling's rounding costs at most 6e-6 relative (at the
    bottom of float's range), far below a 16-bit step, and softmax there is bound by
-   exp (docs/DESIGN.md, '16-bit softmax'). float32 keeps exp's accuracy. -DCLN_EXP2=0
-   or =1 overrides. */
-#ifndef CLN_EXP2
+   exp (docs/DESIGN.md, '16-bit softmax'). float32 keeps exp's accuracy. */
 #define CLN_EXP2 (CLN_DTYPE != 0)
-#endif
 #if CLN_EXP2
 #define CLN_EXP(d) exp2((d) * M_LOG2E_F)
 #else
@@ -252,16 +249,12 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
     const ulong c0 = s * slice_len;                                                  \
     const ulong c1 = c0 + slice_len < cols ? c0 + slice_len : cols
 
-/* Elements per work-item that the register variants hold. */
-#ifndef CLN_REG_K
+/* Elements per work-item that the register variants hold. The plan counts the same
+   (CLN_REG_K and CLN_RMS_REG_K in src/plan.h): keep them in step. */
 #define CLN_REG_K 32
-#endif
 /* RMSNorm's register forms hold fewer: with 32 NVIDIA spills around the rarely
-   taken rescaling path (docs/DESIGN.md, 'Register slots per work-item'). Keep in
-   step with CLN_RMS_REG_K in src/plan.h. */
-#ifndef CLN_RMS_REG_K
+   taken rescaling path (docs/DESIGN.md, 'Register slots per work-item'). */
 #define CLN_RMS_REG_K 16
-#endif
 
 /* How many register slots (i * team + lane < cols, at most k) this work-item fills;
    0 for a spare row. */

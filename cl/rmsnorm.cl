@@ -6,11 +6,7 @@
 
 inline bool cln_rms_needs_rescale(float ss, float eps)
 {
-#ifdef CLN_NO_RESCALE /* only to measure what the rescaling costs ordinary rows */
-    return false;
-#else
     return isinf(ss) || (ss < 0x1p-96f && eps < 0x1p-70f);
-#endif
 }
 
 /* 2^-ilogb(maxabs), clamped so that it is finite and brings even denormals up. */

@@ -156,12 +156,12 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
    CLN_FULL_F32_TEAM keeps the guards, and its half kernel (teams of 256 at most) has
    no unguarded copy at all (docs/DESIGN.md, 'Unguarded slot loops'). GPU builds only:
    CPUs run the words kernels only when forced, and PoCL's compile time grows with
-   every copy of the loops. -DCLN_NO_FULL turns it off, to measure what it saves;
-   -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small teams reach it in float32. */
+   every copy of the loops. -DCLN_FULL_F32_TEAM=1 lets the Oclgrind sweep's small
+   teams reach it in float32. */
 #ifndef CLN_FULL_F32_TEAM
 #define CLN_FULL_F32_TEAM 512
 #endif
-#if defined(CLN_NO_FULL) || CLN_BLOCKED
+#if CLN_BLOCKED
 #define CLN_REG_FULL(HAS, K, words) 0
 #else
 #define CLN_REG_FULL(HAS, K, words)                                                  \
