@@ -1,10 +1,7 @@
 /* The names of the plan's vocabulary (operations, variants, reduction paths,
    element types) as tools, traces, messages and tuning files write them, and the
-   one-line description of a plan. Pure: no device, no state. */
+   size of an element. Pure: no device, no state. */
 #include "types.h"
-#include "plan.h"
-
-#include <stdio.h>
 
 const char *cln_op_name(cln_op op)
 {
@@ -51,14 +48,3 @@ const char *cln_dtype_name(clnorm_dtype d)
 }
 
 size_t cln_dtype_size(clnorm_dtype d) { return d == CLNORM_F32 ? 4 : 2; }
-
-void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
-{
-    if (pl->variant == CLN_VAR_SPLIT)
-        snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
-                 cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
-    else
-        snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
-                 cln_variant_name(pl->variant), pl->words_half ? "-half" : "",
-                 cln_path_name(pl->path), pl->wg, pl->rows_per_wg, pl->groups);
-}

@@ -128,6 +128,18 @@ typedef struct cln_call_info {
                             or 0 */
 } cln_call_info;
 
+/* One line describing a plan, for CLNORM_TRACE. */
+static void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
+{
+    if (pl->variant == CLN_VAR_SPLIT)
+        snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
+                 cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
+    else
+        snprintf(buf, len, "%s%s/%s wg %zu, %zu rows/wg, %zu groups",
+                 cln_variant_name(pl->variant), pl->words_half ? "-half" : "",
+                 cln_path_name(pl->path), pl->wg, pl->rows_per_wg, pl->groups);
+}
+
 /* CLNORM_TRACE=1: one line per operation on stderr, with the plan that ran. */
 static void cln_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_args *a,
                       const cln_profile *prof, const cln_call_info *info)

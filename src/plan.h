@@ -59,7 +59,5 @@ CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);
    or 4) if not 0, else the device's choice. The programs are built with it and the
    plan and the views' alignment check follow it. */
 CLN_HIDDEN size_t cln_word_size(const cln_profile *p, size_t forced);
-/* One line describing a plan, for tools and messages (names.c). */
-CLN_HIDDEN void cln_plan_describe(const cln_plan *pl, char *buf, size_t len);
 
 #endif
