@@ -12,7 +12,13 @@
    there the "good" file is one with the right key and a payload the driver refuses. */
 #define _XOPEN_SOURCE 700
 #include "test.h"
-#include "internal.h"
+#include "build_options.h"
+#include "disk_cache.h"
+#include "hash.h"
+#include "kernels.h"
+#include "profile.h"
+#include "source.h"
+#include "tuning.h"
 #include "clnorm_advanced.h"
 
 #include <dirent.h>

@@ -297,7 +297,7 @@ void test_kernel_table(void)
 
     char *src = NULL;
     size_t len = 0;
-    t_setenv("CLNORM_KERNEL_DIR", NULL); /* the embedded source */
+    t_config("CLNORM_KERNEL_DIR", NULL); /* the embedded source */
     if (!CHECK_ST(cln_source_get(&src, &len), CLNORM_SUCCESS)) return;
     char *text = logical_source(src, len);
     free(src);

@@ -1,8 +1,10 @@
 /* Device-free cases: clnorm_stats_merge, status strings, the version, and the pure
-   plan function of src/internal.h on hand-written device profiles. */
+   plan function of src/plan.h on hand-written device profiles. */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
-#include "internal.h"
+#include "build_options.h"
+#include "kernels.h"
+#include "plan.h"
 #include "clnorm_advanced.h"
 
 #include <limits.h>
@@ -317,7 +319,7 @@ void test_plan(void)
         make_profile("small GPU", CL_DEVICE_TYPE_GPU, 4, 64, 16 * 1024, 16, 0, 0),
     };
     profs[2].p.pocl_major = 5;
-    /* The streaming loops' vector width, as device.c finds it: PoCL's AVX2 8, llvmpipe
+    /* The streaming loops' vector width, as profile.c finds it: PoCL's AVX2 8, llvmpipe
        1 (its work-items are the SIMD lanes), GPUs 4. */
     profs[1].p.vec = profs[2].p.vec = 8;
     profs[3].p.vec = 1;
