@@ -89,6 +89,10 @@ static clnorm_status cln_hints_from_env(clnorm_plan_hints *h)
     /* Only "off" turns the tables off; any other value leaves the automatic rule. */
     const char *tuning = getenv("CLNORM_TUNING");
     if (tuning && !strcmp(tuning, "off")) h->tuning = 0;
+    /* Refused here, as clnorm_config_set would refuse it, rather than at every call. */
+    if (!st && h->items_per_row && h->work_group && h->work_group % h->items_per_row)
+        st = cln_fail(CLNORM_INVALID_ARGUMENT, "environment variable CLNORM_ROW_THREADS=%zu "
+                      "does not divide CLNORM_WORK_GROUP=%zu", h->items_per_row, h->work_group);
     return st;
 }
 

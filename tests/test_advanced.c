@@ -134,6 +134,14 @@ static void check_from_env(void)
         CHECK((other_is_split ? c.hints.split : c.hints.work_group) == 48,
               "%s=\"%s\": the other variable was not read", bad[i].name, bad[i].value);
     }
+    /* Two valid sizes that cannot go together are refused as clnorm_config_set would. */
+    clear_vars();
+    t_setenv("CLNORM_WORK_GROUP", "39");
+    t_setenv("CLNORM_ROW_THREADS", "4");
+    CHECK_ST(clnorm_config_from_env(&c), CLNORM_INVALID_ARGUMENT);
+    CHECK(strstr(clnorm_last_error(), "CLNORM_ROW_THREADS=4") &&
+              strstr(clnorm_last_error(), "CLNORM_WORK_GROUP=39"),
+          "the message \"%s\" names neither variable", clnorm_last_error());
     char longer[700];
     memset(longer, 'o', sizeof longer - 1);
     longer[sizeof longer - 1] = '\0';
