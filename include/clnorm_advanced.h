@@ -75,6 +75,10 @@ CLNORM_API const char *clnorm_variant_name(clnorm_variant v);
 CLNORM_API const char *clnorm_reduction_name(clnorm_reduction r);
 CLNORM_API const char *clnorm_dtype_name(clnorm_dtype d);
 
+/* The name of an OpenCL error code ("CL_INVALID_VALUE", ...), as clnorm_last_error()
+   writes it; "CL_UNKNOWN_ERROR" for a code it does not know. Static; never NULL. */
+CLNORM_API const char *clnorm_opencl_error_name(cl_int err);
+
 /* ---- Plan hints ------------------------------------------------------------------ */
 
 typedef struct clnorm_plan_hints {

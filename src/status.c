@@ -1,6 +1,8 @@
 /* Status strings, OpenCL error names and the thread-local last-error message. */
 #include "status.h"
 
+#include "clnorm_advanced.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -106,4 +108,9 @@ clnorm_status cln_cl_fail(cl_int err, const char *fmt, ...)
     snprintf(cln_last_error, sizeof cln_last_error, "%s failed: %s (%d)", what,
              cln_cl_error_name(err), (int)err);
     return cln_cl_status(err);
+}
+
+const char *clnorm_opencl_error_name(cl_int err)
+{
+    return cln_cl_error_name(err);
 }

@@ -32,7 +32,7 @@ static void print_kernels(const clnorm_device_info *info)
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &info->device, NULL, NULL, &err);
     if (!ctx) {
-        printf("      kernels: no context (%s)\n", tool_cl_error_name(err));
+        printf("      kernels: no context (%s)\n", clnorm_opencl_error_name(err));
         return;
     }
     /* f32 and bf16 on the device's path, and f32 on the local-memory path. */
@@ -168,7 +168,7 @@ int cmd_devices(int argc, char **argv)
         return TOOL_OK;
     }
     if (err) {
-        fprintf(stderr, "clnorm devices: clGetPlatformIDs: %s (%d)\n", tool_cl_error_name(err),
+        fprintf(stderr, "clnorm devices: clGetPlatformIDs: %s (%d)\n", clnorm_opencl_error_name(err),
                 err);
         return TOOL_FAIL;
     }
@@ -222,7 +222,7 @@ int cmd_devices(int argc, char **argv)
             cl_uint n = 0;
             cl_int e = clGetDeviceIDs(plats[pi], CL_DEVICE_TYPE_ALL, 0, NULL, &n);
             if (e == CL_SUCCESS || e == CL_DEVICE_NOT_FOUND) printf("    no devices\n");
-            else printf("    no devices (clGetDeviceIDs: %s (%d))\n", tool_cl_error_name(e), e);
+            else printf("    no devices (clGetDeviceIDs: %s (%d))\n", clnorm_opencl_error_name(e), e);
         }
     }
 

@@ -222,7 +222,7 @@ static double op_bytes(const run_cfg *c, int op)
 static int cl_ok(cl_int err, const char *what)
 {
     if (err == CL_SUCCESS) return 1;
-    fprintf(stderr, "clnorm run: %s: %s (%d)\n", what, tool_cl_error_name(err), err);
+    fprintf(stderr, "clnorm run: %s: %s (%d)\n", what, clnorm_opencl_error_name(err), err);
     return 0;
 }
 

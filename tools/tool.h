@@ -47,8 +47,6 @@ double tool_median(double *v, size_t n);
 const char *tool_pocl_note(cl_command_queue q);
 /* "CPU", "GPU", "GPU|DEFAULT", ... */
 const char *tool_type_name(cl_device_type t, char *buf, size_t len);
-/* "CL_INVALID_VALUE" and the like; "CL_UNKNOWN_ERROR" for a code not listed. */
-const char *tool_cl_error_name(cl_int err);
 
 /* The short names the tool's tables print: "rmsnorm", "softmax-3pass",
    "softmax-online", "softmax-stats", "add-rmsnorm", "softmax-auto"; "stream", "reg",
