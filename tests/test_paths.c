@@ -45,6 +45,11 @@ static clnorm_status try_op(top op, size_t rows, size_t cols)
     return st;
 }
 
+/* The reduction path a successful call must have run (-2: not checked), and the
+   device's description (want_pocl_tiny: its plans use local memory for work-groups of
+   1-2 items, as cln_plan_driver_path in src/plan.c decides on PoCL 4 and later). */
+static int want_path = -2, want_pocl_tiny;
+
 /* Expects want on every op and shape; `also` is a second acceptable status. */
 static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status want,
                        clnorm_status also, int *n_also)
@@ -58,6 +63,14 @@ static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status 
                 CHECK(ran.work_group == cur.work_group,
                       "%s %zux%zu with %s ran in work-groups of %zu", op_name((top)op),
                       shapes[s][0], shapes[s][1], hints_now(), ran.work_group);
+            if (st == CLNORM_SUCCESS && want_path != -2 && clnorm_last_plan(&ran)) {
+                int path = want_pocl_tiny && ran.work_group <= 2 ? CLNORM_REDUCTION_LOCAL
+                                                                 : want_path;
+                CHECK((int)ran.reduction == path, "%s %zux%zu with %s ran the %s path, "
+                      "expected %s (work-group %zu)", op_name((top)op), shapes[s][0],
+                      shapes[s][1], hints_now(), clnorm_reduction_name(ran.reduction),
+                      clnorm_reduction_name((clnorm_reduction)path), ran.work_group);
+            }
             if (st == want) continue;
             if (st == also) { if (n_also) (*n_also)++; continue; }
             char err[1024];
@@ -71,25 +84,30 @@ static void expect_all(const size_t (*shapes)[2], size_t nshapes, clnorm_status 
 void test_reduction_paths(void)
 {
     static const size_t shapes[][2] = {{7, 1}, {3, 33}, {129, 128}, {5, 1000}, {2, 4097}, {1, 65537}};
-    const char *paths[] = {"local", "subgroup", "auto"};
-    const int values[] = {CLNORM_REDUCTION_LOCAL, CLNORM_REDUCTION_SUBGROUP,
-                          CLNORM_REDUCTION_AUTO};
+    clnorm_device_info info;
+    if (!CHECK_ST(clnorm_device_describe(T.dev, 1, &info), CLNORM_SUCCESS)) return;
+    const int fast = info.reduction != CLNORM_REDUCTION_LOCAL;
+    want_pocl_tiny = info.pocl_major >= 4;
+    NOTE("device's fastest path: %s", clnorm_reduction_name(info.reduction));
+    /* Forcing local runs local everywhere. Forcing subgroup runs the device's fast
+       path, and is refused on every call exactly where the device has none. Auto runs
+       whichever the plan picks. */
+    const struct { const char *name; int hint, path; clnorm_status want; } forced[] = {
+        {"local", CLNORM_REDUCTION_LOCAL, CLNORM_REDUCTION_LOCAL, CLNORM_SUCCESS},
+        {"subgroup", CLNORM_REDUCTION_SUBGROUP, fast ? (int)info.reduction : -2,
+         fast ? CLNORM_SUCCESS : CLNORM_UNSUPPORTED},
+        {"auto", CLNORM_REDUCTION_AUTO, -2, CLNORM_SUCCESS},
+    };
     clnorm_plan_hints_init(&cur);
-    for (size_t p = 0; p < COUNT_OF(paths); p++) {
-        cur.reduction = values[p];
+    for (size_t p = 0; p < COUNT_OF(forced); p++) {
+        cur.reduction = forced[p].hint;
         if (!CHECK_ST(force(), CLNORM_SUCCESS)) continue;
-        int unsupported = 0;
-        /* Only a missing sub-group path may be UNSUPPORTED. */
-        clnorm_status also = strcmp(paths[p], "subgroup") ? CLNORM_SUCCESS : CLNORM_UNSUPPORTED;
-        expect_all(shapes, COUNT_OF(shapes), CLNORM_SUCCESS, also, &unsupported);
-        int total = OP_COUNT * (int)COUNT_OF(shapes);
-        if (unsupported == total)
-            NOTE("reduction subgroup: UNSUPPORTED on this device (no sub-group path)");
-        else if (unsupported)
-            NOTE("reduction subgroup: UNSUPPORTED on %d of %d calls", unsupported, total);
-        else
-            NOTE("reduction %s: all %d calls verified", paths[p], total);
+        want_path = forced[p].path;
+        expect_all(shapes, COUNT_OF(shapes), forced[p].want, forced[p].want, NULL);
+        NOTE("reduction %s: all %d calls %s", forced[p].name, OP_COUNT * (int)COUNT_OF(shapes),
+             forced[p].want == CLNORM_SUCCESS ? "verified" : "refused as UNSUPPORTED");
     }
+    want_path = -2;
     clnorm_set_thread_hints(NULL);
 }
 

@@ -298,8 +298,10 @@ static void check_env_limits(void)
               h->reduction);
     t_setenv("CLNORM_WORK_GROUP", "abc");
     CHECK_ST(clnorm_config_from_env(&c), CLNORM_INVALID_ARGUMENT);
-    CHECK(strstr(clnorm_last_error(), "CLNORM_WORK_GROUP") != NULL, "message \"%s\"",
-          clnorm_last_error());
+    CHECK(strstr(clnorm_last_error(), "CLNORM_WORK_GROUP") != NULL &&
+              strstr(clnorm_last_error(), "abc") != NULL,
+          "CLNORM_WORK_GROUP=abc refused with \"%s\", which lacks the variable "
+          "or the value", clnorm_last_error());
     for (size_t i = 0; i < COUNT_OF(vars); i++) t_setenv(vars[i], NULL);
 }
 
