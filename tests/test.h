@@ -33,6 +33,7 @@
     TEST_CASE(threads, device)                              \
     TEST_CASE(host_api, device)                             \
     TEST_CASE(warmup_release, device)                       \
+    TEST_CASE(warmup_builds, device)                        \
     TEST_CASE(disk_cache_roundtrip, device)                 \
     TEST_CASE(disk_cache_damaged, device)                   \
     TEST_CASE(disk_cache_unusable, device)                  \
