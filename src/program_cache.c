@@ -152,15 +152,6 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     return st;
 }
 
-clnorm_status cln_program_get(cl_context ctx, cl_device_id dev, const cln_profile *p,
-                              clnorm_dtype dtype, cln_path path, cl_program *out)
-{
-    cln_prog *e = NULL;
-    clnorm_status st = cln_prog_get(ctx, dev, p, dtype, path, CLN_K_COUNT, &e);
-    if (!st) *out = e->program;
-    return st;
-}
-
 clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_profile *p,
                                  clnorm_dtype dtype, cln_path path, cln_kernel_id kid,
                                  int one_kernel, cln_kernel_lease *out)

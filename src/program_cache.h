@@ -25,10 +25,6 @@ CLN_HIDDEN void cln_kernel_ran(cln_kernel_lease *lease, cl_event ev);
 /* Returns the kernel to its pool; right after its enqueue, which captured its
    arguments. */
 CLN_HIDDEN void cln_kernel_return(cln_kernel_lease *lease);
-/* Builds (or finds) the program of every kernel of (ctx, dev, dtype, path). */
-CLN_HIDDEN clnorm_status cln_program_get(cl_context ctx, cl_device_id dev,
-                                         const cln_profile *p, clnorm_dtype dtype,
-                                         cln_path path, cl_program *out);
 /* Drops the programs of ctx (NULL: all) no call is building, first storing those
    whose first run has completed (clnorm_release_cache). */
 CLN_HIDDEN void cln_program_cache_drop(cl_context ctx);
