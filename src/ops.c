@@ -4,7 +4,6 @@
 #include "config.h"
 #include "kernels.h"
 #include "plan.h"
-#include "plan_table.h"
 #include "profile.h"
 #include "program_cache.h"
 #include "scratch.h"
@@ -440,20 +439,14 @@ clnorm_status clnorm_warmup(cl_command_queue queue)
     if (!st) st = cln_settings_begin(queue, &set);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
-    /* The paths a plan may end on: its own (cln_plan_path), and the local path where
-       the driver takes it for tiny groups (cln_plan_driver_path). */
     cln_path paths[2];
-    int npaths = 0;
-    paths[npaths++] = set->lim.force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : prof->best_path;
-    if (paths[0] != CLN_PATH_LOCAL &&
-        prof->pocl_major >= cln_plan_params_for(prof)->pocl_tiny_major)
-        paths[npaths++] = CLN_PATH_LOCAL;
+    const size_t npaths = cln_plan_paths(prof, &set->lim, paths);
     /* Every kernel is leased once through the calls' own function, so that each
        program is built with the key a call would look it up by, whichever grouping
        is in force. */
     const int one_kernel = cln_programs_one(prof);
     for (int d = CLNORM_F32; d <= CLNORM_BF16; d++)
-        for (int i = 0; i < npaths; i++)
+        for (size_t i = 0; i < npaths; i++)
             for (int k = 0; k < CLN_K_COUNT; k++) {
                 cln_kernel_lease lease;
                 st = cln_kernel_acquire(ctx, dev, prof, (clnorm_dtype)d, paths[i],

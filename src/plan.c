@@ -450,6 +450,17 @@ static cln_path cln_plan_driver_path(const cln_plan_in *in, size_t wg, cln_path 
     return path;
 }
 
+size_t cln_plan_paths(const cln_profile *p, const cln_limits *lim, cln_path out[2])
+{
+    cln_plan_in in = {.p = p, .lim = lim, .t = cln_plan_params_for(p)};
+    size_t n = 0;
+    out[n++] = lim->force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : p->best_path;
+    /* The smallest group shows whether the driver step can move a plan off it. */
+    cln_path tiny = cln_plan_driver_path(&in, 1, out[0]);
+    if (tiny != out[0]) out[n++] = tiny;
+    return n;
+}
+
 clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op op,
                             clnorm_dtype dtype, size_t rows, size_t cols, cln_plan *out,
                             char *why, size_t why_len)
