@@ -195,6 +195,121 @@ CLNORM_API clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype
 CLNORM_API void clnorm_stats_merge(float ma, float la, float mb, float lb,
                                    float *m, float *l);
 
+/* ---- Rows sharded by columns -----------------------------------------------------
+   A row too long for one device, or a vocabulary split across devices, is held as
+   column shards. Each shard's statistics come from clnorm_softmax_stats; merged, they
+   give the whole row's (m, l); each shard is then written with those statistics. */
+
+/*! clnorm_softmax_apply() :
+ *  y = exp(x - row_max[r]) / row_sum[r] per row, with the statistics given.
+ *  Special values as for clnorm_softmax given those statistics: (-inf, 0) gives
+ *  zeros; a NaN statistic gives NaN; row_max = +inf gives 1/row_sum at the +inf
+ *  entries and 0 elsewhere.
+ *  Borrows: x and y (views of dtype; y may be exactly x), row_max and row_sum
+ *           (float32 arrays of rows elements at offset 0), for the call.
+ *  Returns: CLNORM_SUCCESS once enqueued; *event completes with the whole write.
+ *  Refuses: the common refusals of the device-buffer functions, and statistics
+ *           buffers smaller than rows floats (CLNORM_OUT_OF_BOUNDS). */
+CLNORM_API clnorm_status clnorm_softmax_apply(cl_command_queue queue, clnorm_dtype dtype,
+                                              size_t rows, size_t cols, clnorm_matrix x,
+                                              cl_mem row_max, cl_mem row_sum,
+                                              clnorm_matrix y, cl_uint num_wait,
+                                              const cl_event *wait_list, cl_event *event);
+
+/*! clnorm_stats_merge_rows() :
+ *  On the device, per row: (a_max[r], a_sum[r]) <- clnorm_stats_merge of itself and
+ *  (b_max[r], b_sum[r]).
+ *  Borrows: four float32 arrays of rows elements at offset 0; a_max and a_sum are
+ *           updated in place.
+ *  Refuses: NULL buffers (CLNORM_INVALID_ARGUMENT), buffers smaller than rows floats
+ *           (CLNORM_OUT_OF_BOUNDS). */
+CLNORM_API clnorm_status clnorm_stats_merge_rows(cl_command_queue queue, size_t rows,
+                                                 cl_mem a_max, cl_mem a_sum,
+                                                 cl_mem b_max, cl_mem b_sum,
+                                                 cl_uint num_wait,
+                                                 const cl_event *wait_list,
+                                                 cl_event *event);
+
+/* One column shard of the same rows: `cols` columns of x and y on `queue`. */
+typedef struct clnorm_shard {
+    cl_command_queue queue; size_t cols; clnorm_matrix x; clnorm_matrix y;
+} clnorm_shard;
+
+/*! clnorm_softmax_sharded() :
+ *  Softmax over the columns of n shards concatenated in order, the shards on any mix
+ *  of queues, devices and platforms: statistics on each device, merged on the host,
+ *  then every shard written. Blocks until every shard is written.
+ *  Borrows: shards (n of them) and their queues and buffers, for the call;
+ *           row_max and row_sum: NULL, or host arrays of rows floats that receive the
+ *           whole rows' statistics.
+ *  Refuses: n == 0 or shards NULL, and any shard's refusal as clnorm_softmax_stats
+ *           gives it; a refused request writes no shard. */
+CLNORM_API clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
+                                                const clnorm_shard *shards,
+                                                float *row_max, float *row_sum);
+
+/* ---- Attention ------------------------------------------------------------------
+   Online softmax's purpose: the weighted sum of values without storing the scores. */
+
+/* A 4-D view [batch][heads][len][dim]: element (b, h, t, d) is at index
+   offset + b*stride_batch + h*stride_head + t*stride_len + d, in elements of the
+   dtype (the dim stride is 1). Both [b][h][t][d] and [b][t][h][d] layouts of a KV
+   cache are views of this kind. */
+typedef struct clnorm_tensor {
+    cl_mem mem; size_t offset; size_t stride_batch, stride_head, stride_len;
+} clnorm_tensor;
+
+typedef struct clnorm_attention_desc {
+    size_t batch;
+    size_t q_heads, kv_heads;  /* q_heads a multiple of kv_heads: query head h reads
+                                  key/value head h / (q_heads / kv_heads)            */
+    size_t q_len, kv_len;      /* queries per head; keys per head (the buffers' size) */
+    size_t head_dim;           /* 1 .. 256 */
+    float  scale;              /* score = scale * dot(q, k); 0 means 1/sqrt(head_dim) */
+    int    causal;             /* nonzero: query t sees key j only where
+                                  j <= t + (keys_b - q_len), keys_b the keys of its
+                                  batch entry (the queries are the last q_len tokens) */
+    cl_mem kv_lens;            /* NULL (every entry has kv_len keys) or `batch` int32
+                                  at offset 0: keys_b of each entry, 0 .. kv_len      */
+} clnorm_attention_desc;
+
+/*! clnorm_attention() :
+ *  out[b][h][t] = sum_j p_j v[b][h/g][j], p = softmax over the keys query t sees of
+ *  scale * dot(q[b][h][t], k[b][h/g][j]), with g = q_heads / kv_heads. A query that
+ *  sees no key gets zeros and lse = -inf; a NaN score makes that query's output and
+ *  lse NaN; +inf scores share the weight as in softmax.
+ *  Borrows: desc, for the call; q, k, v and out, 4-D views of dtype (q and out of
+ *           batch x q_heads x q_len x head_dim, k and v of batch x kv_heads x kv_len
+ *           x head_dim); lse: NULL, or float32 at offset 0 with batch*q_heads*q_len
+ *           elements, element (b*q_heads + h)*q_len + t receiving m + log(l) of that
+ *           query's scores.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL desc or buffer, zero sizes where a
+ *           size is needed, q_heads not a multiple of kv_heads, head_dim outside
+ *           1..256, a scale that is negative or not finite, or out overlapping q, k
+ *           or v; CLNORM_OUT_OF_BOUNDS for a view past its buffer. */
+CLNORM_API clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
+                                          const clnorm_attention_desc *desc,
+                                          clnorm_tensor q, clnorm_tensor k,
+                                          clnorm_tensor v, clnorm_tensor out, cl_mem lse,
+                                          cl_uint num_wait, const cl_event *wait_list,
+                                          cl_event *event);
+
+/*! clnorm_attention_merge() :
+ *  Attention over the union of two key sets from the results over each: per row
+ *  (rows query rows of head_dim elements), lse = log(e^lse_a + e^lse_b) and
+ *  out = e^(lse_a - lse) out_a + e^(lse_b - lse) out_b; both -inf gives zeros and
+ *  -inf.
+ *  Borrows: out_a, out_b, out (views of dtype; out may be exactly out_a); lse_a,
+ *           lse_b, lse (float32 arrays of rows at offset 0; lse may be lse_a).
+ *  Refuses: the common refusals of the device-buffer functions. */
+CLNORM_API clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
+                                                size_t rows, size_t head_dim,
+                                                clnorm_matrix out_a, cl_mem lse_a,
+                                                clnorm_matrix out_b, cl_mem lse_b,
+                                                clnorm_matrix out, cl_mem lse,
+                                                cl_uint num_wait, const cl_event *wait_list,
+                                                cl_event *event);
+
 /* ---- Sessions and host arrays ---------------------------------------------------
    A session owns one context and one in-order queue on one device. Several threads
    may use one session at once; none may use it while it is destroyed. */
