@@ -50,6 +50,10 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(attention_values, device)                     \
+    TEST_CASE(attention_views, device)                      \
+    TEST_CASE(attention_long, device)                       \
+    TEST_CASE(attention_split, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
