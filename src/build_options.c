@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
-static unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
+unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 {
     unsigned v = p->vec ? p->vec : 1;
     /* GPU loads are sized in bytes (16): twice the elements in 16-bit storage. */

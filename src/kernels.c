@@ -29,6 +29,7 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_MAXIMA] = {"maxima", CLN_T_GLOBAL},
     [CLN_A_WEIGHTED] = {"weighted", CLN_T_UINT},
     [CLN_A_SCRATCH] = {"scratch", CLN_T_LOCAL},
+    [CLN_A_EPOCH] = {"epoch", CLN_T_UINT},
 };
 
 /* A view's three arguments. */
@@ -117,6 +118,11 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_SOFTMAX_WORDS_HALF, .name = "clnorm_softmax_words_half",
      .variant = CLN_VAR_WORDS, .words_half = 1, .stage = CLN_SOFTMAX(1, 1),
      .args = CLN_ARGS_SOFTMAX_REGISTERS},
+    /* Both algorithms: the slice stays in registers, so either reads it once. */
+    {.id = CLN_K_COOP_SOFTMAX, .name = "clnorm_coop_softmax", .variant = CLN_VAR_COOP,
+     .stage = CLN_SOFTMAX(1, 1),
+     .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_PART,
+              CLN_A_EPOCH, CLN_A_SCRATCH}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

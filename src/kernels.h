@@ -16,6 +16,7 @@ typedef enum cln_kernel_id {
     CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP,
     CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
     CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
+    CLN_K_COOP_SOFTMAX,
     CLN_K_COUNT
 } cln_kernel_id;
 
@@ -48,6 +49,7 @@ typedef enum cln_arg {
     CLN_A_MAXIMA,       /* the same buffer, read for the slice maxima it holds */
     CLN_A_WEIGHTED,     /* split softmax: scale the weights an earlier stage stored */
     CLN_A_SCRATCH,      /* __local scratch of the plan's local_bytes */
+    CLN_A_EPOCH,        /* coop: the call's epoch of the synchronisation words */
     CLN_A_COUNT
 } cln_arg;
 

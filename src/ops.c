@@ -51,7 +51,7 @@ static clnorm_status cln_noop(cl_command_queue q, cl_uint num_wait, const cl_eve
 /* Sets the arguments of kernel kid from its list in the kernel table (src/kernels.c),
    which follows the kernel's declaration in cl/. */
 static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
-                                  const cln_plan *pl, cl_mem part)
+                                  const cln_plan *pl, cl_mem part, cl_uint epoch)
 {
     const cln_kernel_info *info = &cln_kernel_table[kid];
     for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {
@@ -88,6 +88,7 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         /* The three-pass split's last stage scales weights its second stage stored, in
            the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
         case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
+        case CLN_A_EPOCH: ui = epoch; break;
         case CLN_A_SCRATCH:
         case CLN_A_END:
         case CLN_A_COUNT: break;
@@ -131,7 +132,7 @@ typedef struct cln_call_info {
 /* One line describing a plan, for CLNORM_TRACE. */
 static void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
 {
-    if (pl->variant == CLN_VAR_SPLIT)
+    if (pl->variant == CLN_VAR_SPLIT || pl->variant == CLN_VAR_COOP)
         snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
                  cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
     else
@@ -176,7 +177,8 @@ static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_i
     info->kernel_limit = 0;
     /* The tuning table may resolve softmax AUTO in op. */
     st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),
-                       &lim, pl, &info->tuned);
+                       cln_rows_misaligned(a, cln_build_vec(prof, dtype)), &lim, pl,
+                       &info->tuned);
     if (st) return st;
     const int one_kernel = cln_programs_one(prof);
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -247,23 +249,26 @@ static clnorm_status cln_enqueue_op(cl_command_queue q, cl_context ctx, cl_devic
     cln_kernel_id kids[3] = {pl.k1, pl.k2, pl.k3};
     int n = pl.k2 == CLN_K_COUNT ? 1 : pl.k3 == CLN_K_COUNT ? 2 : 3;
     int in_order = 1;
-    if (n > 1) {
+    cl_uint epoch = 0;
+    if (n > 1 || pl.variant == CLN_VAR_COOP) {
         cl_command_queue_properties qp = 0;
         if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
             (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
             in_order = 0;
         /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
-           three-pass maxima in the third (cl/softmax.cl). */
-        if ((st = cln_scratch_acquire(ctx, q, in_order, pl.groups * 4 * sizeof(float),
-                                      &scratch)))
-            goto fail;
+           three-pass maxima in the third (cl/softmax.cl); the coop variant's
+           synchronisation words after them, one and one per row (cl/coop.cl). */
+        size_t bytes = pl.groups * 4 * sizeof(float);
+        if (pl.variant == CLN_VAR_COOP) bytes += (1 + a->rows) * sizeof(cl_uint);
+        if ((st = cln_scratch_acquire(ctx, q, in_order, bytes, &scratch))) goto fail;
         part = cln_scratch_mem(scratch);
+        if (pl.variant == CLN_VAR_COOP && (st = cln_scratch_epoch(scratch, q, &epoch))) goto fail;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
        it or the serial mode chains on it. */
     const int keep_last = cln_scratch_needs_event(scratch) || serial;
     for (int j = 0; j < n; j++)
-        if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part))) goto fail;
+        if ((st = cln_set_args(lease[j].kernel, kids[j], a, &pl, part, epoch))) goto fail;
     for (int j = 0; j < n; j++) {
         size_t local = pl.wg, global = pl.groups * pl.wg;
         /* The statistics' last stage runs one work-group per row. */

@@ -26,6 +26,7 @@ struct cln_scratch {
     cl_mem mem;
     size_t bytes;
     int held; /* bound: a call between acquire and release */
+    cl_uint epoch; /* of the last coop call on mem; 0: mem not zeroed since created */
     struct cln_scratch *next;
 };
 
@@ -100,6 +101,7 @@ static cln_scratch *cln_bound_take_locked(cl_context ctx, cl_command_queue q, si
         if (s->mem) clReleaseMemObject(s->mem);
         s->mem = NULL;
         s->bytes = 0;
+        s->epoch = 0;
         cl_int err;
         size_t size = cln_scratch_size(bytes);
         s->mem = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
@@ -151,6 +153,22 @@ clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q, int in_ord
 }
 
 cl_mem cln_scratch_mem(const cln_scratch *s) { return s->mem; }
+
+clnorm_status cln_scratch_epoch(cln_scratch *s, cl_command_queue q, cl_uint *epoch)
+{
+    /* The caller holds s alone (held, or out of the pool) until release. */
+    if (s->epoch == 0 || s->epoch + 1 >= CLN_SCRATCH_EPOCHS) {
+        const cl_uint zero = 0;
+        cl_event ev = NULL;
+        cl_int err = clEnqueueFillBuffer(q, s->mem, &zero, sizeof zero, 0, s->bytes, 0, NULL, &ev);
+        if (err == CL_SUCCESS) err = clWaitForEvents(1, &ev);
+        if (ev) clReleaseEvent(ev);
+        if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueFillBuffer(split partials)");
+        s->epoch = 0;
+    }
+    *epoch = ++s->epoch;
+    return CLNORM_SUCCESS;
+}
 
 int cln_scratch_needs_event(const cln_scratch *s) { return s && !s->queue; }
 

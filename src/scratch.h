@@ -16,6 +16,11 @@ CLN_HIDDEN clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q,
 CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
 CLN_HIDDEN int cln_scratch_needs_event(const cln_scratch *s);
 CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
+/* The next epoch of s's synchronisation words (cl/coop.cl), 1 .. CLN_SCRATCH_EPOCHS - 1.
+   Where the buffer is new or its epochs have run out, it is first filled with zeros
+   on q (waited for), so that no word of an earlier call can match the epoch. */
+#define CLN_SCRATCH_EPOCHS (1u << 20)
+CLN_HIDDEN clnorm_status cln_scratch_epoch(cln_scratch *s, cl_command_queue q, cl_uint *epoch);
 /* Frees the buffers of ctx (NULL: all) that no call holds. */
 CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 

@@ -16,7 +16,8 @@ typedef struct shape { const char *op; size_t rows, cols; int quick; } shape;
 static const shape grid[] = {
     {"softmax", 4096, 128, 1},   {"softmax", 16384, 1024, 0}, {"softmax", 4096, 4096, 1},
     {"softmax", 1024, 32768, 0}, {"softmax", 64, 128256, 1},  {"softmax", 8, 262144, 1},
-    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"rmsnorm", 1, 4096, 1},
+    {"softmax", 1, 1048576, 1},  {"softmax", 128, 151936, 0}, {"softmax", 32768, 8192, 0},
+    {"rmsnorm", 1, 4096, 1},
     {"rmsnorm", 64, 8192, 1},    {"rmsnorm", 4096, 4096, 1},  {"rmsnorm", 16384, 8192, 0},
     {"rmsnorm", 8192, 16384, 0}, {"rmsnorm", 65536, 1024, 1},
 };
@@ -25,6 +26,8 @@ typedef struct bench_cfg {
     const char *device, *json, *csv, *impl, *only_op;
     int quick, repeats, all_dtypes, algo, batch;
     clnorm_dtype dtype;
+    shape shapes[16]; /* --shape: these instead of the grid */
+    int nshapes;
 } bench_cfg;
 
 typedef struct result {
@@ -363,8 +366,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
             "                    [--op softmax|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
-            "                    [--json FILE] [--csv FILE]\n"
+            "                    [--repeats N] [--batch N] [--shape RxC]...\n"
+            "                    [--impl clnorm|scalar|memcpy] [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
             "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
@@ -374,7 +377,8 @@ static void usage(FILE *f)
             "buffers (%%copy@sz: what ramp-up and drain leave of it). --quick runs the\n"
             "subset for small machines. --batch N times N calls back to back per repeat\n"
             "(device throughput; the default 1 times single calls, host work included).\n"
-            "--impl scalar/memcpy time host C loops instead.\n"
+            "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
+            "instead of the grid. --impl scalar/memcpy time host C loops instead.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -444,6 +448,19 @@ int cmd_bench(int argc, char **argv)
             c.batch = (int)(n > 1000 ? 1000 : n);
             continue;
         }
+        if ((m = tool_opt(argc, argv, &i, "--shape", &v))) {
+            shape *sh = &c.shapes[c.nshapes];
+            char tail;
+            if (m < 0) return TOOL_USAGE;
+            if (c.nshapes == (int)(sizeof c.shapes / sizeof c.shapes[0]) ||
+                sscanf(v, "%zux%zu%c", &sh->rows, &sh->cols, &tail) != 2 || !sh->rows || !sh->cols) {
+                fprintf(stderr, "clnorm bench: --shape %s is not ROWSxCOLS (16 at most)\n", v);
+                return TOOL_USAGE;
+            }
+            sh->quick = 1;
+            c.nshapes++;
+            continue;
+        }
         if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
             size_t n;
             if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
@@ -490,17 +507,25 @@ int cmd_bench(int argc, char **argv)
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s %9s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy", host ? "" : "%copy@sz");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
-    result rs[3 * (sizeof grid / sizeof grid[0])];
-    for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
-        if ((!c.quick || grid[k].quick) && (!c.only_op || !strcmp(c.only_op, grid[k].op) ||
-                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(grid[k].op, "rmsnorm"))))
+    /* --shape: the given shapes, of --op (softmax by default). */
+    const shape *list = grid;
+    size_t count = sizeof grid / sizeof grid[0];
+    if (c.nshapes) {
+        for (int k = 0; k < c.nshapes; k++) c.shapes[k].op = c.only_op ? c.only_op : "softmax";
+        list = c.shapes;
+        count = (size_t)c.nshapes;
+    }
+    result rs[3 * (sizeof grid / sizeof grid[0] + sizeof c.shapes / sizeof c.shapes[0])];
+    for (size_t k = 0; k < count; k++)
+        if ((!c.quick || list[k].quick) && (!c.only_op || !strcmp(c.only_op, list[k].op) ||
+                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(list[k].op, "rmsnorm"))))
             total += ndt;
     int done = 0;
     for (int d = 0; d < ndt; d++) {
         if (c.all_dtypes) c.dtype = (clnorm_dtype)d;
         if (host && c.dtype != CLNORM_F32) continue;
-        for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
-            shape sh = grid[k];
+        for (size_t k = 0; k < count; k++) {
+            shape sh = list[k];
             if (c.quick && !sh.quick) continue;
             if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
                 sh.op = "add_rmsnorm";
