@@ -13,15 +13,14 @@
    on the device together. The plan takes this variant only on devices whose running
    groups are known to progress side by side (NVIDIA).
 
-   Synchronisation words follow the partials in the scratch buffer: word 0 hands out
-   tickets, word 1 + r counts the slices of row r that have published. Each word
-   holds the call's epoch above CLN_COOP_SHIFT and a count below it, so a word left by
-   an earlier call reads as zero and nothing has to be reset between calls; the host
-   zeroes the buffer when it is new and when its epochs run out (src/scratch.c). */
+   Each call counts in words of its own, zero when it starts (src/scratch.c hands out
+   fresh ones): sync[0] hands out tickets, sync[1 + r] counts the slices of row r that
+   have published. Plain atomic increments on them cost one trip to the memory's
+   atomic unit each, where a compare-and-swap loop over words shared by all calls
+   would serialise the groups. */
 #ifndef CLN_COOP_ELEMS
 #define CLN_COOP_ELEMS 32
 #endif
-#define CLN_COOP_SHIFT 12
 #define CLN_COOP_CHUNKS (CLN_COOP_ELEMS / CLN_VEC)
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
@@ -42,18 +41,6 @@ typedef float cln_coop_t;
 #define CLN_COOP_W cln_w
 #endif
 
-/* Counts one arrival on w under epoch; returns the count before it. */
-inline uint cln_coop_arrive(volatile __global uint *w, uint epoch)
-{
-    uint cur = *w;
-    for (;;) {
-        const uint had = cur >> CLN_COOP_SHIFT == epoch ? cur & ((1u << CLN_COOP_SHIFT) - 1u) : 0u;
-        const uint prev = atomic_cmpxchg(w, cur, epoch << CLN_COOP_SHIFT | (had + 1u));
-        if (prev == cur) return had;
-        cur = prev;
-    }
-}
-
 /* A float another group published, read past this compute unit's cache. */
 inline float cln_coop_read(__global float *p)
 {
@@ -63,12 +50,12 @@ inline float cln_coop_read(__global float *p)
 __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
                                   ulong slices, ulong slice_len, __global float *part,
-                                  uint epoch, __local float *scratch)
+                                  __global uint *sync, uint base, __local float *scratch)
 {
     const uint lid = get_local_id(0), team = get_local_size(0), lane = lid;
-    volatile __global uint *sync = (volatile __global uint *)(part + 4 * get_num_groups(0));
+    volatile __global uint *w = (volatile __global uint *)(sync + base);
     __local uint ticket;
-    if (lid == 0) ticket = cln_coop_arrive(sync, epoch);
+    if (lid == 0) ticket = atomic_inc(w);
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong g = ticket, row = g / slices, s = g % slices;
     const ulong c0 = s * slice_len;
@@ -115,9 +102,8 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         atomic_xchg((volatile __global uint *)(part + 4 * g), as_uint(m));
         atomic_xchg((volatile __global uint *)(part + 4 * g + 1), as_uint(l));
         mem_fence(CLK_GLOBAL_MEM_FENCE);
-        cln_coop_arrive(sync + 1 + row, epoch);
-        const uint full = epoch << CLN_COOP_SHIFT | (uint)slices;
-        while (sync[1 + row] != full)
+        atomic_inc(w + 1 + row);
+        while (w[1 + row] != (uint)slices)
             ;
         mem_fence(CLK_GLOBAL_MEM_FENCE);
     }

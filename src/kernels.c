@@ -29,7 +29,8 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_MAXIMA] = {"maxima", CLN_T_GLOBAL},
     [CLN_A_WEIGHTED] = {"weighted", CLN_T_UINT},
     [CLN_A_SCRATCH] = {"scratch", CLN_T_LOCAL},
-    [CLN_A_EPOCH] = {"epoch", CLN_T_UINT},
+    [CLN_A_SYNC] = {"sync", CLN_T_GLOBAL},
+    [CLN_A_SYNC_BASE] = {"base", CLN_T_UINT},
 };
 
 /* A view's three arguments. */
@@ -122,7 +123,7 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_COOP_SOFTMAX, .name = "clnorm_coop_softmax", .variant = CLN_VAR_COOP,
      .stage = CLN_SOFTMAX(1, 1),
      .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_PART,
-              CLN_A_EPOCH, CLN_A_SCRATCH}},
+              CLN_A_SYNC, CLN_A_SYNC_BASE, CLN_A_SCRATCH}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

@@ -49,7 +49,8 @@ typedef enum cln_arg {
     CLN_A_MAXIMA,       /* the same buffer, read for the slice maxima it holds */
     CLN_A_WEIGHTED,     /* split softmax: scale the weights an earlier stage stored */
     CLN_A_SCRATCH,      /* __local scratch of the plan's local_bytes */
-    CLN_A_EPOCH,        /* coop: the call's epoch of the synchronisation words */
+    CLN_A_SYNC,         /* coop: the synchronisation words, and the first of the call's */
+    CLN_A_SYNC_BASE,
     CLN_A_COUNT
 } cln_arg;
 

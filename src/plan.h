@@ -8,8 +8,8 @@
 #include "types.h"
 
 /* Elements per work-item the coop variant holds (CLN_COOP_ELEMS in cl/coop.cl), and the
-   most work-groups one coop call may have (the count bits of its synchronisation
-   words, CLN_COOP_SHIFT). */
+   most work-groups one coop call may have, which keeps the synchronisation words of a
+   call few (src/scratch.c). */
 #define CLN_COOP_ELEMS 32
 #define CLN_COOP_GROUPS_MAX 4095
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
