@@ -18,12 +18,12 @@
    have published. Plain atomic increments on them cost one trip to the memory's
    atomic unit each, where a compare-and-swap loop over words shared by all calls
    would serialise the groups. */
+/* CLN_COOP_ELEMS comes from the host's plan (src/plan.h), which sizes slices by it. */
 #ifndef CLN_COOP_ELEMS
 #define CLN_COOP_ELEMS 32
 #endif
 #define CLN_COOP_CHUNKS (CLN_COOP_ELEMS / CLN_VEC)
 
-#if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 /* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
 #if CLN_VEC > 1
 typedef cln_fv cln_coop_t;
@@ -41,11 +41,7 @@ typedef float cln_coop_t;
 #define CLN_COOP_W cln_w
 #endif
 
-/* A float another group published, read past this compute unit's cache. */
-inline float cln_coop_read(__global float *p)
-{
-    return as_float(atomic_or((volatile __global uint *)p, 0u));
-}
+#if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 
 __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
@@ -99,8 +95,9 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 
     /* Publish the slice's pair, then wait for the row's other slices. */
     if (lid == 0) {
-        atomic_xchg((volatile __global uint *)(part + 4 * g), as_uint(m));
-        atomic_xchg((volatile __global uint *)(part + 4 * g + 1), as_uint(l));
+        /* Volatile accesses go past this compute unit's cache, where another group's
+           pair would not be seen. */
+        ((volatile __global float2 *)part)[2 * g] = (float2)(m, l);
         mem_fence(CLK_GLOBAL_MEM_FENCE);
         atomic_inc(w + 1 + row);
         while (w[1 + row] != (uint)slices)
@@ -112,9 +109,10 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     /* Every group of the row merges the same partials in the same order, so all
        write with one (m, l). */
     float rm = -INFINITY, rl = 0.0f;
-    for (ulong i = lid; i < slices; i += team)
-        cln_merge(&rm, &rl, cln_coop_read(part + 4 * (row * slices + i)),
-                  cln_coop_read(part + 4 * (row * slices + i) + 1));
+    for (ulong i = lid; i < slices; i += team) {
+        const float2 p = ((volatile __global float2 *)part)[2 * (row * slices + i)];
+        cln_merge(&rm, &rl, p.x, p.y);
+    }
     cln_pair(&rm, &rl, scratch, scratch + team, lid, lid, team);
 
     const float sc = cln_inv_sum(rl) * cln_w(m_own, rm);
