@@ -31,6 +31,8 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_MAXIMA] = {"maxima", CLN_T_GLOBAL},
     [CLN_A_WEIGHTED] = {"weighted", CLN_T_UINT},
     [CLN_A_SCRATCH] = {"scratch", CLN_T_LOCAL},
+    [CLN_A_SYNC] = {"sync", CLN_T_GLOBAL},
+    [CLN_A_SYNC_BASE] = {"base", CLN_T_UINT},
 };
 
 /* A view's three arguments. */
@@ -127,6 +129,11 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_STATS_MERGE_ROWS, .name = "clnorm_stats_merge_rows",
      .variant = CLN_VAR_STREAM, .entry = 1,
      .args = {CLN_A_ROW_MAX, CLN_A_ROW_SUM, CLN_A_B_MAX, CLN_A_B_SUM, CLN_A_ROWS}},
+    /* Both algorithms: the slice stays in registers, so either reads it once. */
+    {.id = CLN_K_COOP_SOFTMAX, .name = "clnorm_coop_softmax", .variant = CLN_VAR_COOP,
+     .stage = CLN_SOFTMAX(1, 1),
+     .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_PART,
+              CLN_A_SYNC, CLN_A_SYNC_BASE, CLN_A_SCRATCH}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

@@ -17,6 +17,7 @@ typedef enum cln_kernel_id {
     CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
     CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
     CLN_K_SOFTMAX_APPLY, CLN_K_STATS_MERGE_ROWS,
+    CLN_K_COOP_SOFTMAX,
     CLN_K_COUNT
 } cln_kernel_id;
 
@@ -51,6 +52,8 @@ typedef enum cln_arg {
     CLN_A_MAXIMA,       /* the same buffer, read for the slice maxima it holds */
     CLN_A_WEIGHTED,     /* split softmax: scale the weights an earlier stage stored */
     CLN_A_SCRATCH,      /* __local scratch of the plan's local_bytes */
+    CLN_A_SYNC,         /* coop: the synchronisation words, and the first of the call's */
+    CLN_A_SYNC_BASE,
     CLN_A_COUNT
 } cln_arg;
 

@@ -57,6 +57,7 @@
     TEST_CASE(softmax_apply, device)                        \
     TEST_CASE(stats_merge_rows, device)                     \
     TEST_CASE(given_events, device)                         \
+    TEST_CASE(coop_softmax, device)                         \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \

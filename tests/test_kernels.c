@@ -249,7 +249,9 @@ static void check_choice(void)
                 /* Which operations lack a variant is the plan's rule too (plan.c). */
                 const int absent = (ops[o] == CLN_OP_STATS && (v == CLN_VAR_REGISTERS ||
                                                               v == CLN_VAR_WORDS)) ||
-                                   (ops[o] == CLN_OP_ADD_RMSNORM && v == CLN_VAR_SPLIT);
+                                   (ops[o] == CLN_OP_ADD_RMSNORM && v == CLN_VAR_SPLIT) ||
+                                   (v == CLN_VAR_COOP && ops[o] != CLN_OP_SOFTMAX_THREE_PASS &&
+                                    ops[o] != CLN_OP_SOFTMAX_ONLINE);
                 const int stages = absent ? 0 : v != CLN_VAR_SPLIT ? 1
                                               : ops[o] == CLN_OP_SOFTMAX_THREE_PASS ? 3 : 2;
                 for (int s = 0; s <= 3; s++)

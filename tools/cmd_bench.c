@@ -27,6 +27,8 @@ typedef struct bench_cfg {
     const char *device, *json, *csv, *impl, *only_op;
     int quick, repeats, all_dtypes, algo, batch;
     clnorm_dtype dtype;
+    shape shapes[16]; /* --shape: these instead of the grid */
+    int nshapes;
 } bench_cfg;
 
 typedef struct result {
@@ -381,8 +383,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
             "                    [--op softmax|apply|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
-            "                    [--json FILE] [--csv FILE]\n"
+            "                    [--repeats N] [--batch N] [--shape RxC]...\n"
+            "                    [--impl clnorm|scalar|memcpy] [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
             "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
@@ -394,7 +396,8 @@ static void usage(FILE *f)
             "(device throughput; the default 1 times single calls, host work included).\n"
             "--op apply times clnorm_softmax_apply (the statistics given: the write of\n"
             "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
-            "--impl scalar/memcpy time host C loops instead.\n"
+            "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
+            "instead of the grid. --impl scalar/memcpy time host C loops instead.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -464,6 +467,19 @@ int cmd_bench(int argc, char **argv)
             c.batch = (int)(n > 1000 ? 1000 : n);
             continue;
         }
+        if ((m = tool_opt(argc, argv, &i, "--shape", &v))) {
+            shape *sh = &c.shapes[c.nshapes];
+            char tail;
+            if (m < 0) return TOOL_USAGE;
+            if (c.nshapes == (int)(sizeof c.shapes / sizeof c.shapes[0]) ||
+                sscanf(v, "%zux%zu%c", &sh->rows, &sh->cols, &tail) != 2 || !sh->rows || !sh->cols) {
+                fprintf(stderr, "clnorm bench: --shape %s is not ROWSxCOLS (16 at most)\n", v);
+                return TOOL_USAGE;
+            }
+            sh->quick = 1;
+            c.nshapes++;
+            continue;
+        }
         if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
             size_t n;
             if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
@@ -510,17 +526,25 @@ int cmd_bench(int argc, char **argv)
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s %9s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy", host ? "" : "%copy@sz");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
-    result rs[3 * (sizeof grid / sizeof grid[0])];
-    for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
-        if ((!c.quick || grid[k].quick) && (!c.only_op || !strcmp(c.only_op, grid[k].op) ||
-                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(grid[k].op, "rmsnorm"))))
+    /* --shape: the given shapes, of --op (softmax by default). */
+    const shape *list = grid;
+    size_t count = sizeof grid / sizeof grid[0];
+    if (c.nshapes) {
+        for (int k = 0; k < c.nshapes; k++) c.shapes[k].op = c.only_op ? c.only_op : "softmax";
+        list = c.shapes;
+        count = (size_t)c.nshapes;
+    }
+    result rs[3 * (sizeof grid / sizeof grid[0] + sizeof c.shapes / sizeof c.shapes[0])];
+    for (size_t k = 0; k < count; k++)
+        if ((!c.quick || list[k].quick) && (!c.only_op || !strcmp(c.only_op, list[k].op) ||
+                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(list[k].op, "rmsnorm"))))
             total += ndt;
     int done = 0;
     for (int d = 0; d < ndt; d++) {
         if (c.all_dtypes) c.dtype = (clnorm_dtype)d;
         if (host && c.dtype != CLNORM_F32) continue;
-        for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
-            shape sh = grid[k];
+        for (size_t k = 0; k < count; k++) {
+            shape sh = list[k];
             if (c.quick && !sh.quick) continue;
             if (host && !strcmp(sh.op, "apply")) continue; /* no host peer */
             if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
