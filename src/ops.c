@@ -88,9 +88,8 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         /* The three-pass split's last stage scales weights its second stage stored, in
            the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
         case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
-        case CLN_A_SCRATCH:
-        case CLN_A_END:
-        case CLN_A_COUNT: break;
+        /* The scratch's size is set below; the attention kinds are attention.c's. */
+        default: break;
         }
         size_t size = 0;
         const void *value = NULL;

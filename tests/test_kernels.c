@@ -270,7 +270,9 @@ static void check_choice(void)
         }
     }
     for (int k = 0; k < CLN_K_COUNT; k++)
-        CHECK(used[k], "no plan chooses %s", cln_kernel_name((cln_kernel_id)k));
+        CHECK(used[k] != cln_kernel_table[k].attention, "%s: %s",
+              cln_kernel_name((cln_kernel_id)k),
+              used[k] ? "an attention kernel that a rows plan chooses" : "no plan chooses it");
     /* Only the last stage of a split plan has group_per_row (ops.c launches it with a
        work-group per row, after the stages that share the plan's groups). */
     for (int k = 0; k < CLN_K_COUNT; k++) {
