@@ -215,8 +215,9 @@ static int bench_shape(cl_context ctx, cl_command_queue q, cl_device_id dev, con
 }
 
 /* "1,8,64" or "1k,32k" (k: 1024) into out; 0 after a message when malformed. */
-static int parse_list(const char *opt, const char *s, size_t *out, int *n)
+static int parse_list(const char *opt, const char *arg, size_t *out, int *n)
 {
+    const char *s = arg;
     *n = 0;
     while (*s) {
         char *end;
@@ -225,7 +226,7 @@ static int parse_list(const char *opt, const char *s, size_t *out, int *n)
         if (end != s && (*end == 'k' || *end == 'K')) v *= 1024, end++;
         if (errno || end == s || v == 0 || s[0] == '-' || (*end && *end != ',') || *n == MAX_LIST) {
             fprintf(stderr, "clnorm bench: %s \"%s\" is not a list of up to %d positive "
-                    "integers (1k = 1024)\n", opt, s, MAX_LIST);
+                    "integers (1k = 1024)\n", opt, arg, MAX_LIST);
             return 0;
         }
         out[(*n)++] = (size_t)v;
