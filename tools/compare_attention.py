@@ -61,7 +61,7 @@ def bench_torch(dev, shapes, repeats, batch, res):
         es = 4 if dt == "f32" else 2
         set_bytes = (2 * b * kvh * kvl + b * qh * ql) * d * es
         free = torch.cuda.mem_get_info()[0] if cuda else 16 << 30
-        if 2 * set_bytes > 0.75 * free:
+        if set_bytes > 0.75 * free:
             print(f"torch attention {key(sh)} skipped: {set_bytes / 1e9:.1f} GB of inputs", file=sys.stderr)
             continue
 
