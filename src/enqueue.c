@@ -66,9 +66,8 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
         case CLN_A_SYNC: mem = sync; break;
         case CLN_A_SYNC_BASE: ui = sync_base; break;
-        case CLN_A_SCRATCH:
-        case CLN_A_END:
-        case CLN_A_COUNT: break;
+        /* The scratch's size is set below; the attention kinds are attention.c's. */
+        default: break;
         }
         size_t size = 0;
         const void *value = NULL;

@@ -271,7 +271,8 @@ static void check_choice(void)
             }
         }
     }
-    /* An entry point's own kernel is chosen by no operation, and by no stage. */
+    /* An entry point's own kernel, and an attention kernel (the attention plan's), is
+       chosen by no operation's stage; every other kernel by some plan. */
     for (int k = 0; k < CLN_K_COUNT; k++) {
         const cln_kernel_info *e = &cln_kernel_table[k];
         int stages = 0;
@@ -279,6 +280,9 @@ static void check_choice(void)
         if (e->entry)
             CHECK(!used[k] && !stages && !e->group_per_row,
                   "%s is an entry point's kernel, yet an operation runs it", e->name);
+        else if (e->attention)
+            CHECK(!used[k] && !stages, "%s: an attention kernel that a rows plan chooses",
+                  e->name);
         else
             CHECK(used[k], "no plan chooses %s", e->name);
     }

@@ -40,18 +40,6 @@ typedef struct result {
     double copy_gbps; /* clEnqueueCopyBuffer of the same bytes, same run (0: none) */
 } result;
 
-/* Seconds between the marker enqueued just before an operation and the end of the
-   operation's event: this covers every kernel of a split plan. */
-static double event_seconds(cl_event marker, cl_event done)
-{
-    cl_ulong m_end = 0, s = 0, e = 0;
-    clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof m_end, &m_end, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL);
-    cl_ulong start = m_end && m_end <= s ? m_end : s;
-    return (double)(e - start) * 1e-9;
-}
-
 /* Bytes read plus written by one call. */
 static double op_bytes(const char *op, size_t rows, size_t cols, size_t es)
 {
@@ -136,38 +124,6 @@ static void launch_cost(cl_context ctx, cl_command_queue q, cl_device_id dev, do
     if (p) clReleaseProgram(p);
 }
 
-/* The device's own copy bandwidth: clEnqueueCopyBuffer, bytes read plus written. */
-static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps)
-{
-    cl_int err;
-    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    double t[32], best = 0;
-    if (a && b) {
-        unsigned char pat = 0x3c;
-        clEnqueueFillBuffer(q, a, &pat, 1, 0, bytes, 0, NULL, NULL);
-        for (int i = 0; i <= reps && i < 32; i++) {
-            cl_event e;
-            double w0 = tool_now();
-            if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e) != CL_SUCCESS) break;
-            clWaitForEvents(1, &e);
-            double w = tool_now() - w0;
-            cl_ulong s = 0, en = 0;
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
-            clReleaseEvent(e);
-            /* Rusticl 22 reports nonsense profiling times (zero or a nanosecond):
-               below a twentieth of the wall clock, take the wall clock. */
-            double pt = en > s ? (double)(en - s) * 1e-9 : 0;
-            if (i) t[i - 1] = pt > 0.05 * w ? pt : w; /* the first is a warm-up */
-        }
-        best = 2.0 * (double)bytes / tool_median(t, (size_t)reps) * 1e-9;
-    }
-    if (a) clReleaseMemObject(a);
-    if (b) clReleaseMemObject(b);
-    return best;
-}
-
 /* Times reps repeats of batch calls back to back (inputs rotated over the nin x),
    into t in seconds per call; copy_bytes > 0 times clEnqueueCopyBuffer of that much of
    one input to y instead of the operation. Returns 0 when a call failed. With --batch
@@ -200,7 +156,7 @@ static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, i
             /* Drivers without working profiling (Rusticl 22) report zeros: fall back
                to the wall clock around enqueue and wait. */
             double w = tool_now() - w0;
-            t[i] = event_seconds(m, e);
+            t[i] = tool_event_seconds(m, e);
             if (t[i] <= 0.05 * w) t[i] = w;
             t[i] /= batch;
         }
@@ -382,9 +338,10 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
-            "                    [--op softmax|apply|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--batch N] [--shape RxC]...\n"
-            "                    [--impl clnorm|scalar|memcpy] [--json FILE] [--csv FILE]\n"
+            "                    [--op softmax|apply|rmsnorm|add_rmsnorm|attention]\n"
+            "                    [--algo auto|3pass|online] [--repeats N] [--batch N]\n"
+            "                    [--shape RxC]... [--impl clnorm|scalar|memcpy]\n"
+            "                    [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
             "OpenCL profiling events, inputs rotated past the caches, random data) and\n"
@@ -398,6 +355,8 @@ static void usage(FILE *f)
             "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
             "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
             "instead of the grid. --impl scalar/memcpy time host C loops instead.\n"
+            "--op attention has a grid and options of its own:\n"
+            "clnorm bench --op attention --help.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -431,6 +390,11 @@ static void write_results(const bench_cfg *c, const char *device, const char *no
 int cmd_bench(int argc, char **argv)
 {
     bench_cfg c = {.impl = "clnorm", .repeats = 0, .dtype = CLNORM_F32, .algo = 0};
+    /* Attention has a grid and options of its own. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--op=attention") ||
+            (!strcmp(argv[i], "--op") && i + 1 < argc && !strcmp(argv[i + 1], "attention")))
+            return cmd_bench_attention(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -510,7 +474,7 @@ int cmd_bench(int argc, char **argv)
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
         note = tool_pocl_note(q);
-        copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+        copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
         launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
