@@ -56,6 +56,13 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
+/* The plan's launch against what p and lim allow: the work-group size (at least one
+   work-item, at most the device's and the limit's, a multiple of the team), the local
+   memory per group (at most the device's and the limit's) and the reduction path (one
+   the device has). CLNORM_UNSUPPORTED with the reason in why where pl breaks one;
+   cln_plan_make ends with it, so no plan over a limit reaches a launch. Pure. */
+CLN_HIDDEN clnorm_status cln_plan_check(const cln_profile *p, const cln_limits *lim,
+                                        const cln_plan *pl, char *why, size_t why_len);
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
    CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);

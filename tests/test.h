@@ -50,13 +50,17 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(emulated_limits, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
     TEST_CASE(plan, unit)                                   \
     TEST_CASE(build_options, unit)                          \
     TEST_CASE(pocl_pin, unit)                               \
-    TEST_CASE(kernel_table, unit)
+    TEST_CASE(kernel_table, unit)                           \
+    TEST_CASE(plan_embedded, unit)                          \
+    TEST_CASE(emulate, unit)                                \
+    TEST_CASE(kernel_source_c12, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)
