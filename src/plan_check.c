@@ -14,7 +14,8 @@ clnorm_status cln_plan_check(const cln_profile *p, const cln_limits *lim, const 
     if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
     cl_ulong local = p->local_mem;
     if (lim->max_local && lim->max_local < local) local = lim->max_local;
-    const int path_ok = pl->path == CLN_PATH_LOCAL ||
+    /* The profile's best path is one it has (probed, or lowered by CLNORM_EMULATE). */
+    const int path_ok = pl->path == CLN_PATH_LOCAL || pl->path == p->best_path ||
                         (pl->path == CLN_PATH_SUBGROUP && p->has_subgroups) ||
                         (pl->path == CLN_PATH_NV && p->has_nv_shuffle);
     if (pl->wg == 0 || pl->wg > max_wg || pl->team == 0 || pl->wg % pl->team)

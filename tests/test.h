@@ -50,6 +50,22 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(sharded_values, device)                       \
+    TEST_CASE(sharded_special, device)                      \
+    TEST_CASE(sharded_bad_input, device)                    \
+    TEST_CASE(sharded_devices, device)                      \
+    TEST_CASE(softmax_apply, device)                        \
+    TEST_CASE(stats_merge_rows, device)                     \
+    TEST_CASE(given_events, device)                         \
+    TEST_CASE(coop_softmax, device)                         \
+    TEST_CASE(attention_values, device)                     \
+    TEST_CASE(attention_views, device)                      \
+    TEST_CASE(attention_long, device)                       \
+    TEST_CASE(attention_split, device)                      \
+    TEST_CASE(attention_special, device)                    \
+    TEST_CASE(attention_merge, device)                      \
+    TEST_CASE(attention_bad_input, device)                  \
+    TEST_CASE(attention_events, device)                     \
     TEST_CASE(emulated_limits, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
@@ -58,6 +74,8 @@
     TEST_CASE(build_options, unit)                          \
     TEST_CASE(pocl_pin, unit)                               \
     TEST_CASE(kernel_table, unit)                           \
+    TEST_CASE(plan_apply, unit)                             \
+    TEST_CASE(attention_plan, unit)                         \
     TEST_CASE(plan_embedded, unit)                          \
     TEST_CASE(emulate, unit)                                \
     TEST_CASE(kernel_source_c12, unit)
