@@ -18,6 +18,8 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_HAS_GAMMA] = {"has_gamma", CLN_T_UINT},
     [CLN_A_ROW_MAX] = {"row_max", CLN_T_GLOBAL},
     [CLN_A_ROW_SUM] = {"row_sum", CLN_T_GLOBAL},
+    [CLN_A_B_MAX] = {"b_max", CLN_T_GLOBAL},
+    [CLN_A_B_SUM] = {"b_sum", CLN_T_GLOBAL},
     [CLN_A_ROWS] = {"rows", CLN_T_ULONG},
     [CLN_A_COLS] = {"cols", CLN_T_ULONG},
     [CLN_A_EPS] = {"eps", CLN_T_FLOAT},
@@ -117,6 +119,14 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_SOFTMAX_WORDS_HALF, .name = "clnorm_softmax_words_half",
      .variant = CLN_VAR_WORDS, .words_half = 1, .stage = CLN_SOFTMAX(1, 1),
      .args = CLN_ARGS_SOFTMAX_REGISTERS},
+    /* The entry points' own kernels: nothing to reduce, so no scratch. */
+    {.id = CLN_K_SOFTMAX_APPLY, .name = "clnorm_softmax_apply", .variant = CLN_VAR_SPLIT,
+     .entry = 1,
+     .args = {CLN_X, CLN_A_ROW_MAX, CLN_A_ROW_SUM, CLN_Y, CLN_A_ROWS, CLN_A_COLS,
+              CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_TEAM}},
+    {.id = CLN_K_STATS_MERGE_ROWS, .name = "clnorm_stats_merge_rows",
+     .variant = CLN_VAR_STREAM, .entry = 1,
+     .args = {CLN_A_ROW_MAX, CLN_A_ROW_SUM, CLN_A_B_MAX, CLN_A_B_SUM, CLN_A_ROWS}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

@@ -16,6 +16,7 @@ typedef enum cln_kernel_id {
     CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP,
     CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
     CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
+    CLN_K_SOFTMAX_APPLY, CLN_K_STATS_MERGE_ROWS,
     CLN_K_COUNT
 } cln_kernel_id;
 
@@ -37,6 +38,8 @@ typedef enum cln_arg {
     CLN_A_HAS_GAMMA,
     CLN_A_ROW_MAX,      /* the statistics' outputs */
     CLN_A_ROW_SUM,
+    CLN_A_B_MAX,        /* clnorm_stats_merge_rows: the statistics merged into them */
+    CLN_A_B_SUM,
     CLN_A_ROWS,
     CLN_A_COLS,
     CLN_A_EPS,
@@ -79,6 +82,9 @@ typedef struct cln_kernel_info {
        not. Softmax AUTO is resolved by the plan before kernels are chosen. */
     unsigned char stage[CLN_OP_COUNT];
     int group_per_row;      /* launched as one work-group per row, not the plan's groups */
+    int entry;              /* run by an entry point of its own (clnorm_softmax_apply,
+                               clnorm_stats_merge_rows) with the plan of cln_plan_apply,
+                               not as a stage of an operation: its stages are all 0 */
     cln_arg args[CLN_KERNEL_ARGS_MAX]; /* in declaration order, ending at CLN_A_END */
 } cln_kernel_info;
 

@@ -56,6 +56,13 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
+/* The plan of an entry point's own kernel (the table's entry kernels, plan_apply.c):
+   CLN_K_SOFTMAX_APPLY, teams writing slices of rows, enough slices to fill the device
+   where rows are few; or CLN_K_STATS_MERGE_ROWS, one work-item a row (cols unused).
+   op is online softmax, whose write pass apply is. Pure; refusals as cln_plan_make's. */
+CLN_HIDDEN clnorm_status cln_plan_apply(const cln_profile *p, const cln_limits *lim,
+                                        cln_kernel_id kid, size_t rows, size_t cols,
+                                        cln_plan *out, char *why, size_t why_len);
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
    CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);

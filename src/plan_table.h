@@ -59,6 +59,14 @@ typedef struct cln_plan_params {
     /* Elements per work-item a slice keeps at least: 'Split rows'. */
     size_t split_items_min;
 
+    /* ---- softmax with given statistics (clnorm_softmax_apply) */
+    /* Work-items of a group: 'Softmax with given statistics'. */
+    size_t apply_wg;
+    /* Elements per work-item a team keeps at least: 'Softmax with given statistics'. */
+    size_t apply_items;
+    /* Slices give this many groups per compute unit: 'Softmax with given statistics'. */
+    size_t apply_groups_per_cu;
+
     /* ---- teams by columns (GPUs; CPUs given a forced team or group) */
     /* Elements per work-item of a streaming team: 'Work-items per row on GPUs', 'CPU plans'. */
     size_t stream_items;

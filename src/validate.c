@@ -35,6 +35,18 @@ clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id 
     return CLNORM_SUCCESS;
 }
 
+/* Validation common to every operation; fills ctx and dev. */
+clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,
+                               cl_uint num_wait, const cl_event *wait_list, cl_context *ctx,
+                               cl_device_id *dev)
+{
+    clnorm_status st = cln_check_queue(q, ctx, dev);
+    if (!st) st = cln_check_dtype(dtype);
+    if (!st && cols == 0) st = cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
+    if (!st) st = cln_check_waits(num_wait, wait_list);
+    return st;
+}
+
 clnorm_status cln_check_waits(cl_uint n, const cl_event *list)
 {
     if (n > 0 && !list)

@@ -13,6 +13,11 @@ CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
                                          cl_device_id *dev);
 CLN_HIDDEN clnorm_status cln_check_waits(cl_uint n, const cl_event *list);
+/* What every device-buffer operation checks first: the queue (filling ctx and dev),
+   the dtype, cols > 0 and the wait list. */
+CLN_HIDDEN clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,
+                                          cl_uint num_wait, const cl_event *wait_list,
+                                          cl_context *ctx, cl_device_id *dev);
 /* Checks view `name` of rows x cols elements of esize bytes against its buffer;
    resolves ld == 0. */
 CLN_HIDDEN clnorm_status cln_check_view(const char *name, cl_context ctx,

@@ -269,8 +269,17 @@ static void check_choice(void)
             }
         }
     }
-    for (int k = 0; k < CLN_K_COUNT; k++)
-        CHECK(used[k], "no plan chooses %s", cln_kernel_name((cln_kernel_id)k));
+    /* An entry point's own kernel is chosen by no operation, and by no stage. */
+    for (int k = 0; k < CLN_K_COUNT; k++) {
+        const cln_kernel_info *e = &cln_kernel_table[k];
+        int stages = 0;
+        for (int o = 0; o < CLN_OP_COUNT; o++) stages += e->stage[o] != 0;
+        if (e->entry)
+            CHECK(!used[k] && !stages && !e->group_per_row,
+                  "%s is an entry point's kernel, yet an operation runs it", e->name);
+        else
+            CHECK(used[k], "no plan chooses %s", e->name);
+    }
     /* Only the last stage of a split plan has group_per_row (ops.c launches it with a
        work-group per row, after the stages that share the plan's groups). */
     for (int k = 0; k < CLN_K_COUNT; k++) {
