@@ -13,9 +13,7 @@ clnorm_status clnorm_softmax_check(cl_command_queue queue, clnorm_dtype dtype, s
     cl_context ctx;
     cl_device_id dev;
     int same;
-    clnorm_status st = cln_check_queue(queue, &ctx, &dev);
-    if (!st) st = cln_check_dtype(dtype);
-    if (!st && cols == 0) st = cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
+    clnorm_status st = cln_check_common(queue, dtype, cols, 0, NULL, &ctx, &dev);
     if (st) return st;
     const size_t es = cln_dtype_size(dtype);
     if ((st = cln_check_view("x", ctx, &x, rows, cols, es)) ||
