@@ -88,7 +88,7 @@ clnorm_status m_run(const char *label, const mshard *p, clnorm_status want, int 
     clnorm_matrix yv = {ym, yoff, p->inplace ? xv.ld : p->ypad ? yld : 0};
     float *m = malloc((rows + 1) * sizeof(float)), *l = malloc((rows + 1) * sizeof(float));
     for (size_t r = 0; r <= rows; r++) m[r] = l[r] = -12345.0f;
-    cl_command_queue q = T.q;
+    cl_command_queue q = p->q ? p->q : T.q;
     clnorm_dtype dt = p->dt;
     size_t call_rows = rows, call_cols = cols;
     const int bad = M_rank == p->bad_rank ? p->bad : M_rank == p->bad_rank2 ? p->bad2 : 0;

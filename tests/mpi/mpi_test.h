@@ -40,6 +40,7 @@ typedef struct mshard {
     size_t yoff, ypad;
     int inplace;             /* y is exactly x */
     int stats;               /* pass row_max and row_sum */
+    cl_command_queue q;      /* NULL: the session's queue */
     const float *x;          /* rows x total values (rounded to dt by the harness) */
     int bad_rank, bad;       /* the rank whose call is spoilt (-1: none) and how (M_BAD_*) */
     int bad_rank2, bad2;     /* a second one, or -1 */
