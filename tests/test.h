@@ -50,6 +50,7 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(softmax_check, device)                        \
     TEST_CASE(sharded_values, device)                       \
     TEST_CASE(sharded_special, device)                      \
     TEST_CASE(sharded_bad_input, device)                    \

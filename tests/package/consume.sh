@@ -96,6 +96,15 @@ if [ -n "${CLNORM_MPIEXEC:-}" ]; then
         || { cat "$prefix/mpi-cfg.log"; fail "configuring the CMake MPI consumer"; }
     cmake --build "$prefix/mpi-consumer" >"$prefix/mpi-build.log" 2>&1 \
         || { cat "$prefix/mpi-build.log"; fail "building the CMake MPI consumer"; }
+    # Without MPI, a consumer of clnorm alone is unaffected; one that asks for the mpi
+    # component is refused.
+    cmake -S "$src/tests/package/consumer" -B "$prefix/cmake-no-mpi" -DCMAKE_PREFIX_PATH="$prefix" \
+          -DCLNORM_WANT_VERSION="$version" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=TRUE >"$prefix/no-mpi.log" 2>&1 \
+        || { cat "$prefix/no-mpi.log"; fail "find_package(clnorm) where MPI is not found"; }
+    if cmake -S "$src/tests/package/mpi_consumer" -B "$prefix/mpi-no-mpi" -DCMAKE_PREFIX_PATH="$prefix" \
+             -DCLNORM_WANT_VERSION="$version" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=TRUE >/dev/null 2>&1; then
+        fail "find_package(clnorm COMPONENTS mpi) succeeded where MPI is not found"
+    fi
     mpirun_ "CMake, clnorm::clnorm_mpi" "$prefix/mpi-consumer/mpi_consumer_shared"
     mpirun_ "CMake, clnorm::clnorm_mpi_static" "$prefix/mpi-consumer/mpi_consumer_static"
     mcflags=$(pkg-config --cflags clnorm-mpi) || fail "pkg-config --cflags clnorm-mpi"
