@@ -26,6 +26,9 @@
 # BENCH_DTYPES (default f32,bf16), BENCH_BATCH (default 10), BENCH_TIMEOUT (seconds,
 # default 420; torch.compile's compilation of each shape counts in it). A comparison
 # cut by BENCH_TIMEOUT still writes its table of what it measured.
+# sharded_devices@nvidia puts shards on NVIDIA and on a second device at once: PoCL by
+# default, CLNORM_TEST_SECOND_DEVICE=<spec> for another. The apply kernel's share of
+# the copy bandwidth: build/tools/clnorm bench --device nvidia --op apply (%copy@sz).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$PWD/gpu-out}

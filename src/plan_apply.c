@@ -26,9 +26,11 @@ static size_t cln_pow2_ceil(size_t v)
     return p;
 }
 
-/* Slice starts are multiples of this many work-items' vectors (CLN_VEC is at most 16),
-   so that every slice of a row keeps the row start's alignment. */
+/* Slices are whole multiples of 16 elements (CLN_VEC is at most 16), so that every
+   slice of a row keeps the row start's alignment, and of 4 elements per work-item of
+   the team, so that no lane of a GPU team is left without a vector. */
 #define CLN_APPLY_QUANTUM 16
+#define CLN_APPLY_LANE 4
 
 /* The slices of an apply plan: the table's groups per compute unit over all rows, no
    fewer elements per work-item than its least, and enough slices for a loop-trip
@@ -50,7 +52,9 @@ static void cln_apply_slices(const cln_profile *p, const cln_limits *lim,
         if (slices < need) slices = need;
     }
     if (slices > cols) slices = cols;
-    const size_t len = cln_div_up(cols, slices), q = team * CLN_APPLY_QUANTUM;
+    const size_t lanes = team * CLN_APPLY_LANE;
+    const size_t len = cln_div_up(cols, slices);
+    const size_t q = cln_div_up(lanes, CLN_APPLY_QUANTUM) * CLN_APPLY_QUANTUM;
     out->slice_len = slices == 1 ? cols : cln_div_up(len, q) * q;
     out->slices = cln_div_up(cols, out->slice_len);
 }

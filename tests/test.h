@@ -55,13 +55,17 @@
     TEST_CASE(sharded_special, device)                      \
     TEST_CASE(sharded_bad_input, device)                    \
     TEST_CASE(sharded_devices, device)                      \
+    TEST_CASE(softmax_apply, device)                        \
+    TEST_CASE(stats_merge_rows, device)                     \
+    TEST_CASE(given_events, device)                         \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
     TEST_CASE(plan, unit)                                   \
     TEST_CASE(build_options, unit)                          \
     TEST_CASE(pocl_pin, unit)                               \
-    TEST_CASE(kernel_table, unit)
+    TEST_CASE(kernel_table, unit)                           \
+    TEST_CASE(plan_apply, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

@@ -16,7 +16,9 @@ typedef struct shape { const char *op; size_t rows, cols; int quick; } shape;
 static const shape grid[] = {
     {"softmax", 4096, 128, 1},   {"softmax", 16384, 1024, 0}, {"softmax", 4096, 4096, 1},
     {"softmax", 1024, 32768, 0}, {"softmax", 64, 128256, 1},  {"softmax", 8, 262144, 1},
-    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"rmsnorm", 1, 4096, 1},
+    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"softmax", 128, 151936, 0},
+    {"apply", 64, 131072, 1},    {"apply", 8, 131072, 1},     {"apply", 64, 128256, 0},
+    {"apply", 128, 151936, 0},   {"apply", 1, 1048576, 0},    {"rmsnorm", 1, 4096, 1},
     {"rmsnorm", 64, 8192, 1},    {"rmsnorm", 4096, 4096, 1},  {"rmsnorm", 16384, 8192, 0},
     {"rmsnorm", 8192, 16384, 0}, {"rmsnorm", 65536, 1024, 1},
 };
@@ -67,6 +69,9 @@ static clnorm_status enqueue_op(cl_command_queue q, const bench_cfg *c, const ch
     if (!strcmp(op, "add_rmsnorm"))
         return clnorm_add_rmsnorm(q, c->dtype, rows, cols, vx, vr, 1, gamma, vy, 1e-6f, 0, NULL,
                                   ev);
+    /* apply: r and gamma hold the rows' statistics. */
+    if (!strcmp(op, "apply"))
+        return clnorm_softmax_apply(q, c->dtype, rows, cols, vx, r, gamma, vy, 0, NULL, ev);
     return clnorm_softmax(q, c->dtype, rows, cols, vx, vy, (clnorm_softmax_algo)c->algo, 0, NULL,
                           ev);
 }
@@ -240,7 +245,18 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
         r = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
         ok = err == CL_SUCCESS;
     }
-    if (ok) {
+    if (ok && !strcmp(sh->op, "apply")) {
+        /* Statistics that keep exp(x - m) / l finite for fill's values. */
+        float *st = malloc(2 * sh->rows * sizeof *st);
+        for (size_t i = 0; st && i < sh->rows; i++) st[i] = 64.0f, st[sh->rows + i] = (float)sh->cols;
+        r = st ? clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->rows * 4, st, &err)
+               : NULL;
+        if (r) gamma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->rows * 4,
+                                      st + sh->rows, &err);
+        free(st);
+        ok = r && gamma;
+    }
+    if (ok && !gamma) {
         fill(host, c->dtype, sh->cols, sh->cols, 77);
         gamma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->cols * es, host, &err);
         ok = err == CL_SUCCESS;
@@ -275,7 +291,9 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     /* Describe the plan that ran (after the tuning table and the kernels' limits). */
     clnorm_plan_info pl;
     res->plan[0] = '\0';
-    if (ok && clnorm_last_plan(&pl)) {
+    if (ok && !strcmp(sh->op, "apply")) {
+        snprintf(res->plan, sizeof res->plan, "softmax_apply (CLNORM_TRACE=1 shows its plan)");
+    } else if (ok && clnorm_last_plan(&pl)) {
         char d[120];
         tool_plan_describe(&pl, d, sizeof d);
         snprintf(res->plan, sizeof res->plan, "%s %s", tool_op_name(pl.op), d);
@@ -362,7 +380,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
-            "                    [--op softmax|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
+            "                    [--op softmax|apply|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
             "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
             "                    [--json FILE] [--csv FILE]\n"
             "\n"
@@ -374,6 +392,8 @@ static void usage(FILE *f)
             "buffers (%%copy@sz: what ramp-up and drain leave of it). --quick runs the\n"
             "subset for small machines. --batch N times N calls back to back per repeat\n"
             "(device throughput; the default 1 times single calls, host work included).\n"
+            "--op apply times clnorm_softmax_apply (the statistics given: the write of\n"
+            "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
             "--impl scalar/memcpy time host C loops instead.\n"
             "FILE may be - for standard output.\n");
 }
@@ -502,6 +522,7 @@ int cmd_bench(int argc, char **argv)
         for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
             shape sh = grid[k];
             if (c.quick && !sh.quick) continue;
+            if (host && !strcmp(sh.op, "apply")) continue; /* no host peer */
             if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
                 sh.op = "add_rmsnorm";
             else if (c.only_op && strcmp(c.only_op, sh.op)) continue;
