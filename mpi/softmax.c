@@ -58,6 +58,18 @@ static clnorm_status cmpi_wait(cl_event *ev, cl_uint n, const char *what)
     return err == CL_SUCCESS ? CLNORM_SUCCESS : cmpi_cl_fail(err, what);
 }
 
+/* Waits for the events that are set and releases them, on a path that already
+   fails: their host memory is freed next, and the failure to report is the first. */
+static void cmpi_drain(cl_event *ev, cl_uint n)
+{
+    for (cl_uint i = 0; i < n; i++)
+        if (ev[i]) {
+            clWaitForEvents(1, &ev[i]);
+            clReleaseEvent(ev[i]);
+            ev[i] = NULL;
+        }
+}
+
 /* This rank's statistics: clnorm_softmax_stats into temporaries, read back as pairs.
    On an out-of-order queue a barrier first holds them behind the commands enqueued
    before, as an in-order queue would. */
@@ -99,8 +111,9 @@ static clnorm_status cmpi_local_stats(cmpi_call *c, clnorm_dtype dtype, size_t c
                                   &ev[1]);
     clReleaseEvent(done);
     if (err != CL_SUCCESS) {
-        if (ev[0]) clWaitForEvents(1, &ev[0]), clReleaseEvent(ev[0]);
-        return cmpi_cl_fail(err, "clEnqueueReadBuffer of the statistics");
+        st = cmpi_cl_fail(err, "clEnqueueReadBuffer of the statistics");
+        cmpi_drain(ev, 1);
+        return st;
     }
     if ((st = cmpi_wait(ev, 2, "reading the statistics back"))) return st;
     for (size_t r = 0; r < rows; r++) {
@@ -112,12 +125,8 @@ static clnorm_status cmpi_local_stats(cmpi_call *c, clnorm_dtype dtype, size_t c
 
 /* The pairs merged across comm, in place; counts above INT_MAX in several calls,
    the same on every rank since every rank has the same rows. */
-static clnorm_status cmpi_reduce(cmpi_call *c, MPI_Comm comm)
+static clnorm_status cmpi_reduce(cmpi_call *c, MPI_Comm comm, MPI_Op op, MPI_Datatype type)
 {
-    MPI_Op op;
-    MPI_Datatype type;
-    clnorm_status st = clnorm_mpi_stats_op(&op, &type);
-    if (st) return st;
     for (size_t done = 0; done < c->rows;) {
         size_t n = c->rows - done < (size_t)INT_MAX ? c->rows - done : (size_t)INT_MAX;
         int err = MPI_Allreduce(MPI_IN_PLACE, c->pairs + 2 * done, (int)n, type, op, comm);
@@ -145,13 +154,12 @@ static clnorm_status cmpi_apply(cmpi_call *c, clnorm_dtype dtype, size_t cols,
     clnorm_status st = CLNORM_SUCCESS;
     if (err != CL_SUCCESS) {
         st = cmpi_cl_fail(err, "clEnqueueWriteBuffer of the statistics");
-        if (ev[0]) cmpi_wait(ev, 1, "writing the statistics");
+        cmpi_drain(ev, 2);
         return st;
     }
     st = clnorm_softmax_apply(c->q, dtype, rows, cols, x, c->dmax, c->dsum, y, 2, ev, &done);
     if (st) {
-        /* The writes read c->host, which the caller frees next. */
-        cmpi_wait(ev, 2, "writing the statistics");
+        cmpi_drain(ev, 2);
         return st;
     }
     clReleaseEvent(ev[0]);
@@ -167,13 +175,17 @@ clnorm_status clnorm_mpi_softmax(MPI_Comm comm, cl_command_queue queue, clnorm_d
     clnorm_status st = cmpi_check_comm(cmpi_fn, comm, &rank, &size);
     if (st) return st;
     cmpi_call c = {.q = queue, .rows = rows};
-    /* The local part: the request checked as clnorm_softmax would, then this shard's
-       statistics. Nothing is written to y before every rank has agreed. */
+    MPI_Op op = MPI_OP_NULL;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    /* The local part: the request checked as clnorm_softmax would, the reduction's op,
+       then this shard's statistics. Whatever fails here, every rank learns of it
+       before any writes y or enters the reduction. */
     st = clnorm_softmax_check(queue, dtype, rows, cols, x, y);
+    if (!st && rows) st = clnorm_mpi_stats_op(&op, &type);
     if (!st && rows) st = cmpi_local_stats(&c, dtype, cols, x);
     st = cmpi_agree(cmpi_fn, comm, rank, size, st, dtype, rows);
     if (st || rows == 0) goto done;
-    if ((st = cmpi_reduce(&c, comm))) goto done;
+    if ((st = cmpi_reduce(&c, comm, op, type))) goto done;
     for (size_t r = 0; r < rows; r++) {
         if (row_max) row_max[r] = c.pairs[2 * r];
         if (row_sum) row_sum[r] = c.pairs[2 * r + 1];
