@@ -100,12 +100,14 @@ clnorm_status m_run(const char *label, const mshard *p, clnorm_status want, int 
         case M_BAD_DTYPE: dt = p->dt == CLNORM_F32 ? CLNORM_F16 : CLNORM_BF16; break;
         case M_BAD_OVERLAP: yv = xv; yv.offset = xv.offset + 1; break;
         case M_BAD_QUEUE: q = NULL; break;
+        case M_BAD_KERNEL_DIR: t_config("CLNORM_KERNEL_DIR", "/nonexistent/clnorm-kernels"); break;
         }
     }
     clnorm_status st = clnorm_mpi_softmax(MPI_COMM_WORLD, q, dt, call_rows, call_cols, xv, yv,
                                           p->stats ? m : NULL, p->stats ? l : NULL);
     char err[4096];
     snprintf(err, sizeof err, "%s", clnorm_last_error());
+    if (bad == M_BAD_KERNEL_DIR) t_config("CLNORM_KERNEL_DIR", NULL);
     char lab[512];
     snprintf(lab, sizeof lab, "%s (%s, %zu rows, %zu of %zu columns from %zu, x offset %zu ld %zu, "
              "%s)", label, dt_name(p->dt), rows, cols, p->total, start, p->xoff, xld,

@@ -49,6 +49,10 @@ void mpi_refusals(void)
            CLNORM_INVALID_ARGUMENT, last, "overlap");
     refuse("a NULL queue on the last rank", last, M_BAD_QUEUE, -1, 0, CLNORM_INVALID_ARGUMENT,
            last, "queue");
+    /* Accepted by its checks, then failing in OpenCL on one rank (the statistics'
+       program cannot be built): still every rank returns it, and nothing is written. */
+    refuse("the statistics' build failing on the last rank", last, M_BAD_KERNEL_DIR, -1, 0,
+           CLNORM_BUILD_FAILED, last, "CLNORM_KERNEL_DIR");
     if (M_size > 1)
         /* Two refusals: the lowest rank's status and message win everywhere. */
         refuse("cols == 0 on the last rank, y past its buffer on rank 0", last, M_BAD_COLS_0, 0,
