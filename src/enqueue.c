@@ -24,7 +24,8 @@ clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait, const cl_ev
 /* Sets the arguments of kernel kid from its list in the kernel table (src/kernels.c),
    which follows the kernel's declaration in cl/. */
 static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
-                                  const cln_plan *pl, cl_mem part)
+                                  const cln_plan *pl, cl_mem part, cl_mem sync,
+                                  cl_uint sync_base)
 {
     const cln_kernel_info *info = &cln_kernel_table[kid];
     for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {
@@ -63,9 +64,10 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
         /* The three-pass split's last stage scales weights its second stage stored, in
            the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
         case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
-        case CLN_A_SCRATCH:
-        case CLN_A_END:
-        case CLN_A_COUNT: break;
+        case CLN_A_SYNC: mem = sync; break;
+        case CLN_A_SYNC_BASE: ui = sync_base; break;
+        /* The scratch's size is set below; the attention kinds are attention.c's. */
+        default: break;
         }
         size_t size = 0;
         const void *value = NULL;
@@ -95,10 +97,11 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
     cl_int err;
     int serial = 0;
     clnorm_status st = CLNORM_SUCCESS;
-    if (cln_serial_wanted(prof)) {
+    const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
+    if (chain == CLN_SERIAL_ALL || pl->variant == CLN_VAR_COOP) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
-        cln_serial_begin(ctx, &dep);
+        cln_serial_begin(chain, ctx, &dep);
         if (dep) {
             waits = malloc((num_wait + 1) * sizeof *waits);
             if (!waits) {
@@ -113,23 +116,30 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
     cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
     int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
     int in_order = 1;
-    if (n > 1) {
+    cl_mem sync = NULL;
+    cl_uint sync_base = 0;
+    if (n > 1 || pl->variant == CLN_VAR_COOP) {
         cl_command_queue_properties qp = 0;
         if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
             (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
             in_order = 0;
         /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
-           three-pass maxima in the third (cl/softmax.cl). */
+           three-pass maxima in the third (cl/softmax.cl). The coop variant also
+           counts in fresh words, one and one per row (cl/coop.cl). */
         if ((st = cln_scratch_acquire(ctx, q, in_order, pl->groups * 4 * sizeof(float),
                                       &scratch)))
             goto fail;
         part = cln_scratch_mem(scratch);
+        if (pl->variant == CLN_VAR_COOP &&
+            (st = cln_scratch_sync(scratch, q, in_order, 1 + a->rows, &sync, &sync_base)))
+            goto fail;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
        it or the serial mode chains on it. */
     const int keep_last = cln_scratch_needs_event(scratch) || serial;
     for (int j = 0; j < n; j++)
-        if ((st = cln_set_args(lease[j].kernel, kids[j], a, pl, part))) goto fail;
+        if ((st = cln_set_args(lease[j].kernel, kids[j], a, pl, part, sync, sync_base)))
+            goto fail;
     for (int j = 0; j < n; j++) {
         size_t local = pl->wg, global = pl->groups * pl->wg;
         /* The statistics' last stage runs one work-group per row. */
@@ -167,7 +177,7 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
         }
     }
 fail:
-    if (serial) cln_serial_end(q, last);
+    if (serial) cln_serial_end(chain, q, last);
     if (dep) clReleaseEvent(dep);
     free(waits);
     if (prev) clReleaseEvent(prev);

@@ -35,7 +35,7 @@ typedef struct cln_call_info {
 /* One line describing a plan, for CLNORM_TRACE. */
 static void cln_plan_describe(const cln_plan *pl, char *buf, size_t len)
 {
-    if (pl->variant == CLN_VAR_SPLIT)
+    if (pl->variant == CLN_VAR_SPLIT || pl->variant == CLN_VAR_COOP)
         snprintf(buf, len, "%s/%s wg %zu, %zu slices of %zu", cln_variant_name(pl->variant),
                  cln_path_name(pl->path), pl->wg, pl->slices, pl->slice_len);
     else
@@ -80,7 +80,8 @@ static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_i
     info->kernel_limit = 0;
     /* The tuning table may resolve softmax AUTO in op. */
     st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),
-                       &lim, pl, &info->tuned);
+                       cln_rows_misaligned(a, cln_build_vec(prof, dtype)), &lim, pl,
+                       &info->tuned);
     if (st) return st;
     const int one_kernel = cln_programs_one(prof);
     for (int attempt = 0; attempt < 3; attempt++) {

@@ -7,6 +7,11 @@
 #include "kernels.h"
 #include "types.h"
 
+/* Elements per work-item the coop variant holds (CLN_COOP_ELEMS in cl/coop.cl), and the
+   most work-groups one coop call may have, which keeps the synchronisation words of a
+   call few (src/scratch.c). */
+#define CLN_COOP_ELEMS 32
+#define CLN_COOP_GROUPS_MAX 4095
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
 #define CLN_REG_K 32
 #define CLN_RMS_REG_K 16
@@ -24,6 +29,9 @@ typedef struct cln_limits {
     int no_words;         /* set by the caller when some view's rows do not all start
                              at a multiple of the word: the words variant is
                              then off */
+    int no_coop;          /* set by the caller when some view's rows do not all start
+                             at a multiple of the programs' vector (cln_build_vec):
+                             the coop variant is then off */
     size_t word;          /* CLNORM_PAIR_WORD: elements per word of the words variant
                              (2 or 4), 0 for the device's choice (cln_word_size) */
 } cln_limits;

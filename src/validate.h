@@ -41,4 +41,15 @@ CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t
 CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
                                  size_t esize);
 
+/* Checks 4-D view `name` of dims (batch, heads, len, head_dim) against its buffer:
+   the largest index it reaches must be in bounds. *first: the byte offset of its
+   first element; *span: bytes from there to its last (0 for an empty view). */
+CLN_HIDDEN clnorm_status cln_check_tensor(const char *name, cl_context ctx,
+                                          const clnorm_tensor *t, const size_t dims[4],
+                                          size_t esize, size_t *first, size_t *span);
+/* Refuses a view (already checked) whose strides give two elements one index, for
+   an output. */
+CLN_HIDDEN clnorm_status cln_check_tensor_distinct(const char *name, const clnorm_tensor *t,
+                                                   const size_t dims[4]);
+
 #endif

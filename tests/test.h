@@ -58,6 +58,15 @@
     TEST_CASE(softmax_apply, device)                        \
     TEST_CASE(stats_merge_rows, device)                     \
     TEST_CASE(given_events, device)                         \
+    TEST_CASE(coop_softmax, device)                         \
+    TEST_CASE(attention_values, device)                     \
+    TEST_CASE(attention_views, device)                      \
+    TEST_CASE(attention_long, device)                       \
+    TEST_CASE(attention_split, device)                      \
+    TEST_CASE(attention_special, device)                    \
+    TEST_CASE(attention_merge, device)                      \
+    TEST_CASE(attention_bad_input, device)                  \
+    TEST_CASE(attention_events, device)                     \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
@@ -65,7 +74,8 @@
     TEST_CASE(build_options, unit)                          \
     TEST_CASE(pocl_pin, unit)                               \
     TEST_CASE(kernel_table, unit)                           \
-    TEST_CASE(plan_apply, unit)
+    TEST_CASE(plan_apply, unit)                             \
+    TEST_CASE(attention_plan, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

@@ -27,6 +27,8 @@ typedef struct bench_cfg {
     const char *device, *json, *csv, *impl, *only_op;
     int quick, repeats, all_dtypes, algo, batch;
     clnorm_dtype dtype;
+    shape shapes[16]; /* --shape: these instead of the grid */
+    int nshapes;
 } bench_cfg;
 
 typedef struct result {
@@ -37,18 +39,6 @@ typedef struct result {
     double ms, gbps;
     double copy_gbps; /* clEnqueueCopyBuffer of the same bytes, same run (0: none) */
 } result;
-
-/* Seconds between the marker enqueued just before an operation and the end of the
-   operation's event: this covers every kernel of a split plan. */
-static double event_seconds(cl_event marker, cl_event done)
-{
-    cl_ulong m_end = 0, s = 0, e = 0;
-    clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof m_end, &m_end, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL);
-    cl_ulong start = m_end && m_end <= s ? m_end : s;
-    return (double)(e - start) * 1e-9;
-}
 
 /* Bytes read plus written by one call. */
 static double op_bytes(const char *op, size_t rows, size_t cols, size_t es)
@@ -134,38 +124,6 @@ static void launch_cost(cl_context ctx, cl_command_queue q, cl_device_id dev, do
     if (p) clReleaseProgram(p);
 }
 
-/* The device's own copy bandwidth: clEnqueueCopyBuffer, bytes read plus written. */
-static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps)
-{
-    cl_int err;
-    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    double t[32], best = 0;
-    if (a && b) {
-        unsigned char pat = 0x3c;
-        clEnqueueFillBuffer(q, a, &pat, 1, 0, bytes, 0, NULL, NULL);
-        for (int i = 0; i <= reps && i < 32; i++) {
-            cl_event e;
-            double w0 = tool_now();
-            if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e) != CL_SUCCESS) break;
-            clWaitForEvents(1, &e);
-            double w = tool_now() - w0;
-            cl_ulong s = 0, en = 0;
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
-            clReleaseEvent(e);
-            /* Rusticl 22 reports nonsense profiling times (zero or a nanosecond):
-               below a twentieth of the wall clock, take the wall clock. */
-            double pt = en > s ? (double)(en - s) * 1e-9 : 0;
-            if (i) t[i - 1] = pt > 0.05 * w ? pt : w; /* the first is a warm-up */
-        }
-        best = 2.0 * (double)bytes / tool_median(t, (size_t)reps) * 1e-9;
-    }
-    if (a) clReleaseMemObject(a);
-    if (b) clReleaseMemObject(b);
-    return best;
-}
-
 /* Times reps repeats of batch calls back to back (inputs rotated over the nin x),
    into t in seconds per call; copy_bytes > 0 times clEnqueueCopyBuffer of that much of
    one input to y instead of the operation. Returns 0 when a call failed. With --batch
@@ -198,7 +156,7 @@ static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, i
             /* Drivers without working profiling (Rusticl 22) report zeros: fall back
                to the wall clock around enqueue and wait. */
             double w = tool_now() - w0;
-            t[i] = event_seconds(m, e);
+            t[i] = tool_event_seconds(m, e);
             if (t[i] <= 0.05 * w) t[i] = w;
             t[i] /= batch;
         }
@@ -380,8 +338,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
-            "                    [--op softmax|apply|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
+            "                    [--op softmax|apply|rmsnorm|add_rmsnorm|attention]\n"
+            "                    [--algo auto|3pass|online] [--repeats N] [--batch N]\n"
+            "                    [--shape RxC]... [--impl clnorm|scalar|memcpy]\n"
             "                    [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
@@ -394,7 +353,10 @@ static void usage(FILE *f)
             "(device throughput; the default 1 times single calls, host work included).\n"
             "--op apply times clnorm_softmax_apply (the statistics given: the write of\n"
             "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
-            "--impl scalar/memcpy time host C loops instead.\n"
+            "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
+            "instead of the grid. --impl scalar/memcpy time host C loops instead.\n"
+            "--op attention has a grid and options of its own:\n"
+            "clnorm bench --op attention --help.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -428,6 +390,11 @@ static void write_results(const bench_cfg *c, const char *device, const char *no
 int cmd_bench(int argc, char **argv)
 {
     bench_cfg c = {.impl = "clnorm", .repeats = 0, .dtype = CLNORM_F32, .algo = 0};
+    /* Attention has a grid and options of its own. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--op=attention") ||
+            (!strcmp(argv[i], "--op") && i + 1 < argc && !strcmp(argv[i + 1], "attention")))
+            return cmd_bench_attention(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -464,6 +431,19 @@ int cmd_bench(int argc, char **argv)
             c.batch = (int)(n > 1000 ? 1000 : n);
             continue;
         }
+        if ((m = tool_opt(argc, argv, &i, "--shape", &v))) {
+            shape *sh = &c.shapes[c.nshapes];
+            char tail;
+            if (m < 0) return TOOL_USAGE;
+            if (c.nshapes == (int)(sizeof c.shapes / sizeof c.shapes[0]) ||
+                sscanf(v, "%zux%zu%c", &sh->rows, &sh->cols, &tail) != 2 || !sh->rows || !sh->cols) {
+                fprintf(stderr, "clnorm bench: --shape %s is not ROWSxCOLS (16 at most)\n", v);
+                return TOOL_USAGE;
+            }
+            sh->quick = 1;
+            c.nshapes++;
+            continue;
+        }
         if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
             size_t n;
             if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
@@ -494,7 +474,7 @@ int cmd_bench(int argc, char **argv)
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
         note = tool_pocl_note(q);
-        copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+        copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
         launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
@@ -510,17 +490,25 @@ int cmd_bench(int argc, char **argv)
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s %9s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy", host ? "" : "%copy@sz");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
-    result rs[3 * (sizeof grid / sizeof grid[0])];
-    for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
-        if ((!c.quick || grid[k].quick) && (!c.only_op || !strcmp(c.only_op, grid[k].op) ||
-                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(grid[k].op, "rmsnorm"))))
+    /* --shape: the given shapes, of --op (softmax by default). */
+    const shape *list = grid;
+    size_t count = sizeof grid / sizeof grid[0];
+    if (c.nshapes) {
+        for (int k = 0; k < c.nshapes; k++) c.shapes[k].op = c.only_op ? c.only_op : "softmax";
+        list = c.shapes;
+        count = (size_t)c.nshapes;
+    }
+    result rs[3 * (sizeof grid / sizeof grid[0] + sizeof c.shapes / sizeof c.shapes[0])];
+    for (size_t k = 0; k < count; k++)
+        if ((!c.quick || list[k].quick) && (!c.only_op || !strcmp(c.only_op, list[k].op) ||
+                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(list[k].op, "rmsnorm"))))
             total += ndt;
     int done = 0;
     for (int d = 0; d < ndt; d++) {
         if (c.all_dtypes) c.dtype = (clnorm_dtype)d;
         if (host && c.dtype != CLNORM_F32) continue;
-        for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
-            shape sh = grid[k];
+        for (size_t k = 0; k < count; k++) {
+            shape sh = list[k];
             if (c.quick && !sh.quick) continue;
             if (host && !strcmp(sh.op, "apply")) continue; /* no host peer */
             if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
