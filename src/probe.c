@@ -10,6 +10,7 @@
 #include "types.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,13 +238,23 @@ static void cln_probe_refused(const cln_profile *p, const char *path, const char
                 path, p->device_name, why);
 }
 
+static atomic_ulong cln_n_probed;
+
+unsigned long cln_probe_count(void) { return atomic_load(&cln_n_probed); }
+
 void cln_probe_device(cl_device_id dev, cln_profile *p)
 {
+    atomic_fetch_add(&cln_n_probed, 1);
     char why[256] = "";
     const unsigned faults = cln_faults();
     const int run = !(faults & CLN_FAULT_TRUST_PROBES);
     cln_probe_try(dev, cln_probe_plain, "", 0, 0, &p->pref_multiple, why, sizeof why);
     if (faults & CLN_FAULT_SUBGROUPS) p->has_subgroups = 1;
+    if (!run) {
+        /* trust-probes: every candidate path as if its probe had passed. */
+        p->has_nv_shuffle = p->nv && p->warp == 32;
+        return;
+    }
     if (p->has_subgroups) {
         /* OpenCL C 2.0+ compilers may expose the built-ins only under -cl-std. A build
            that computes a wrong answer ends the search: another standard would not
@@ -251,7 +262,7 @@ void cln_probe_device(cl_device_id dev, cln_profile *p)
         static const char *const stds[] = {"", "-cl-std=CL3.0", "-cl-std=CL2.0"};
         int r = 0;
         for (int i = 0; i < 3 && r == 0; i++) {
-            r = cln_probe_try(dev, cln_probe_subgroup, stds[i], run, 0, NULL, why, sizeof why);
+            r = cln_probe_try(dev, cln_probe_subgroup, stds[i], 1, 0, NULL, why, sizeof why);
             if (r == 1) p->subgroup_std = stds[i];
         }
         if (r != 1) {
@@ -261,7 +272,7 @@ void cln_probe_device(cl_device_id dev, cln_profile *p)
     }
     if (p->nv && p->warp == 32) {
         const char *opt = p->nv_cc_major >= 7 ? "-DCLN_NV_SYNC" : "";
-        int r = cln_probe_try(dev, cln_probe_nv, opt, run, 1, NULL, why, sizeof why);
+        int r = cln_probe_try(dev, cln_probe_nv, opt, 1, 1, NULL, why, sizeof why);
         p->has_nv_shuffle = r == 1;
         if (r != 1) cln_probe_refused(p, "nv_shuffle", r ? why : "its kernel did not build");
     }

@@ -196,11 +196,12 @@ static void cln_probe_store(const cln_profile_entry *e)
     cln_disk_write(dir, name, key, text, (size_t)n);
 }
 
-clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
+/* The profile of dev: its newest entry, else a new one (fresh: always a new one). */
+static clnorm_status cln_profile_find(cl_device_id dev, int fresh, const cln_profile **out)
 {
     clnorm_status st = CLNORM_SUCCESS;
     pthread_mutex_lock(&cln_profiles_lock);
-    for (cln_profile_entry *e = cln_profiles; e; e = e->next)
+    for (cln_profile_entry *e = cln_profiles; e && !fresh; e = e->next)
         if (e->dev == dev) { *out = &e->prof; goto done; }
     cln_profile_entry *e = calloc(1, sizeof *e);
     if (!e) {
@@ -222,6 +223,17 @@ clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
 done:
     pthread_mutex_unlock(&cln_profiles_lock);
     return st;
+}
+
+clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
+{
+    return cln_profile_find(dev, 0, out);
+}
+
+clnorm_status cln_profile_refresh(cl_device_id dev)
+{
+    const cln_profile *p;
+    return cln_profile_find(dev, 1, &p);
 }
 
 const cln_profile *cln_profile_drop_path(cl_device_id dev, cln_path path)

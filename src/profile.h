@@ -10,6 +10,10 @@ CLN_HIDDEN clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **o
 /* Fills p from device queries only (no probes). */
 CLN_HIDDEN clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p);
 
+/* For tests: a new profile of dev, from the probe record or the probes as the first
+   use makes one, under the faults (faults.h) and disk cache in force now. Later
+   cln_profile_get calls return it. */
+CLN_HIDDEN clnorm_status cln_profile_refresh(cl_device_id dev);
 /* Drops fast path `path` of dev's profile after its program did not build: from
    then on cln_profile_get gives a profile without it (a new one: profiles handed out
    never change), and the disk cache's probe record says so. Returns that profile

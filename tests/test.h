@@ -51,6 +51,8 @@
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
     TEST_CASE(release_race, device)                         \
+    TEST_CASE(fast_path_fallback, device)                   \
+    TEST_CASE(probe_checks, device)                         \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
