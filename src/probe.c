@@ -52,7 +52,7 @@ static const char cln_probe_subgroup[] =
     "  float sum = red_sum(v, s), mx = red_max(v, s);\n"
     "  pair(&pm, &pl, s, s + get_local_size(0));\n"
     "  out[6 * g] = sum; out[6 * g + 1] = mx; out[6 * g + 2] = pm; out[6 * g + 3] = pl;\n"
-    "  out[6 * g + 4] = sub_group_broadcast(v, 0);\n"
+    "  out[6 * g + 4] = sub_group_broadcast(v, 0u);\n"
     "  out[6 * g + 5] = (float)get_sub_group_local_id(); }\n";
 
 static const char cln_probe_nv[] =
