@@ -13,19 +13,28 @@
 #   bench            tools/compare.py: clnorm against PyTorch eager and torch.compile,
 #                    float32 and bf16, calls in batches of 10
 #   tune             clnorm tune --quick: the built-in plans against the best found
-#   all              build, tests, tests-pocl-slow, bench, tune
+#   attention        tools/compare.py --op attention: clnorm bench --op attention
+#                    against PyTorch's scaled_dot_product_attention (every backend),
+#                    the decode grid, float32 and bf16, both cache layouts
+#   all              build, tests, tests-pocl-slow, bench, tune, attention
 # Every mode builds first (a few seconds once built), so that each can run in a call
 # of its own where calls have a time limit:
 #   bash bench/gpu.sh tests; bash bench/gpu.sh tests-pocl-slow; bash bench/gpu.sh bench tune
 #
 # Outputs: build.log (what ran where, then the build), tests-nvidia.log,
 # tests-pocl.log, tests-pocl-slow.log, compare-h200.md/.json/.png, bench.log (the
-# comparison's progress and clnorm tune).
+# comparison's progress and clnorm tune), compare-attention-h200.md/.json and
+# attention.log (its progress).
 #
 # Environment: OUT (default ./gpu-out), BUILD (default /tmp/clnorm-gpu-build),
 # BENCH_DTYPES (default f32,bf16), BENCH_BATCH (default 10), BENCH_TIMEOUT (seconds,
 # default 420; torch.compile's compilation of each shape counts in it). A comparison
-# cut by BENCH_TIMEOUT still writes its table of what it measured.
+# cut by BENCH_TIMEOUT still writes its table of what it measured. The attention mode:
+# ATTN_TIMEOUT (default 540), ATTN_ARGS (more compare.py options, e.g. "--q-len 4" or
+# "--batch-size 1,8 --kv-len 8k"), BENCH_DTYPES and BENCH_BATCH as above.
+# sharded_devices@nvidia puts shards on NVIDIA and on a second device at once: PoCL by
+# default, CLNORM_TEST_SECOND_DEVICE=<spec> for another. The apply kernel's share of
+# the copy bandwidth: build/tools/clnorm bench --device nvidia --op apply (%copy@sz).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$PWD/gpu-out}
@@ -128,6 +137,21 @@ bench() {
     stamp bench
 }
 
+# clnorm_attention through NVIDIA's OpenCL against PyTorch's SDPA on the same GPU, in
+# one run: $OUT/compare-attention-h200.md (table) and .json; progress to attention.log.
+attention() {
+    export CLNORM_CACHE_DIR=/tmp/clnorm-gpu-cache
+    rm -f "$OUT"/compare-attention-h200.*
+    # shellcheck disable=SC2086 # ATTN_ARGS is a list of options
+    PYTHONUNBUFFERED=1 timeout -k 20 "${ATTN_TIMEOUT:-540}" python3 "$ROOT/tools/compare.py" \
+        --op attention --clnorm "$BUILD/tools/clnorm" --device nvidia --torch-device cuda \
+        --dtype "${BENCH_DTYPES:-f32,bf16}" --batch "${BENCH_BATCH:-10}" --layout all \
+        ${ATTN_ARGS:-} --out "$OUT/compare-attention-h200" >> "$OUT/attention.log" 2>&1
+    echo "compare.py --op attention exit $?" >> "$OUT/attention.log"
+    cat "$OUT/compare-attention-h200.md" 2>/dev/null || tail -n 20 "$OUT/attention.log"
+    stamp attention
+}
+
 tune() {
     export CLNORM_CACHE_DIR=/tmp/clnorm-gpu-cache
     {
@@ -142,8 +166,8 @@ tune() {
 [ $# -gt 0 ] || set -- all
 for mode in "$@"; do
     case $mode in
-    build | tests | tests-nvidia | tests-pocl | tests-pocl-slow | bench | tune | all) ;;
-    *) echo "usage: bash bench/gpu.sh [build|tests|tests-nvidia|tests-pocl|tests-pocl-slow|bench|tune|all]..." >&2
+    build | tests | tests-nvidia | tests-pocl | tests-pocl-slow | bench | tune | attention | all) ;;
+    *) echo "usage: bash bench/gpu.sh [build|tests|tests-nvidia|tests-pocl|tests-pocl-slow|bench|tune|attention|all]..." >&2
        exit 2 ;;
     esac
 done
@@ -158,7 +182,8 @@ for mode in "$@"; do
     tests) tests_nvidia; tests_pocl ;;
     bench) bench ;;
     tune) tune ;;
-    all) tests_nvidia; tests_pocl; tests_pocl_slow; bench; tune ;;
+    attention) attention ;;
+    all) tests_nvidia; tests_pocl; tests_pocl_slow; bench; tune; attention ;;
     esac
 done
 stamp finished

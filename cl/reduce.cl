@@ -56,6 +56,17 @@ inline void cln_merge(float *m, float *l, float mb, float lb)
     *m = mm;
 }
 
+/* clnorm_stats_merge on the device (src/merge.c): cln_merge, except that a NaN in
+   either part gives (NaN, NaN) (fmax would drop it from m). The split plans' merge of
+   their partials and clnorm_stats_merge_rows both take it, so that the device's
+   merges and the host's agree. */
+inline void cln_stats_merge(float *m, float *l, float mb, float lb)
+{
+    const bool nan = isnan(*m) || isnan(*l) || isnan(mb) || isnan(lb);
+    cln_merge(m, l, mb, lb);
+    if (nan) *m = *l = NAN;
+}
+
 #define CLN_OP_SUM(a, b) ((a) + (b))
 #define CLN_OP_MAX(a, b) fmax((a), (b))
 

@@ -229,6 +229,17 @@ inline void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ul
         CLN_STORE(q, c, cln_w(CLN_LOAD(p, c), m) * inv);
 }
 
+/* q = 0 over this work-item's share: the rows clnorm_softmax_apply is given empty
+   statistics for, where exp(x - m) / l would form inf * 0. */
+inline void cln_seg_zero(__global cln_t *q, ulong n, uint lane, uint team)
+{
+    CLN_LAYOUT(n, q, q, q);
+#if CLN_VEC > 1
+    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q + h, k, (cln_fv)0.0f);
+#endif
+    CLN_FOR_REST(c, n, h, nc) CLN_STORE(q, c, 0.0f);
+}
+
 /* q = (p * sc) * rs * g over this work-item's share (g: gamma from the same column,
    or NULL-like when has_gamma is 0). */
 inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,

@@ -243,7 +243,7 @@ inline void cln_merge_parts(__global const float *part, ulong row, ulong slices,
     *m = -INFINITY;
     *l = 0.0f;
     for (ulong i = lid; i < slices; i += team)
-        cln_merge(m, l, part[4 * (row * slices + i)], part[4 * (row * slices + i) + 1]);
+        cln_stats_merge(m, l, part[4 * (row * slices + i)], part[4 * (row * slices + i) + 1]);
     cln_pair(m, l, scratch, scratch + team, lid, lid, team);
 }
 
@@ -334,5 +334,54 @@ __kernel void clnorm_split_sum_exp(__global const cln_t *x, ulong xoff, ulong xl
         part[4 * g] = m;
         part[4 * g + 1] = l;
     }
+}
+#endif
+
+/* ---- Statistics given (clnorm_softmax_apply, clnorm_stats_merge_rows). ---------------- */
+
+/* y = exp(x - row_max) / row_sum with the statistics given. Rows are cut into slices
+   of slice_len columns, a team writes one: unit u = group * (wg / team) + lid / team
+   is slice u % slices of row u / slices, so that a few long rows still fill the
+   device. Nothing is reduced, so there is no barrier and no scratch, and spare units
+   return at once. The write is the softmax write pass itself (cln_seg_softmax_write),
+   which gives the special values the contract asks of given statistics: a NaN one
+   NaN, row_max = +inf 1/row_sum at the +inf entries and 0 elsewhere. Only empty
+   statistics (row_max = -inf or row_sum = 0, neither NaN) take their own branch,
+   zeros, where the write would form inf * 0. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_softmax_apply
+__kernel void clnorm_softmax_apply(__global const cln_t *x, ulong xoff, ulong xld,
+                                   __global const float *row_max,
+                                   __global const float *row_sum, __global cln_t *y,
+                                   ulong yoff, ulong yld, ulong rows, ulong cols,
+                                   ulong slices, ulong slice_len, uint team)
+{
+    const uint lid = get_local_id(0), lane = lid % team;
+    const ulong u = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team;
+    const ulong row = u / slices, c0 = u % slices * slice_len;
+    if (row >= rows) return;
+    const ulong n = c0 + slice_len < cols ? slice_len : cols - c0;
+    const float m = row_max[row], l = row_sum[row];
+    __global cln_t *ys = y + yoff + row * yld + c0;
+    if (!isnan(m) && !isnan(l) && (m == -INFINITY || l == 0.0f)) {
+        cln_seg_zero(ys, n, lane, team);
+        return;
+    }
+    cln_seg_softmax_write(x + xoff + row * xld + c0, ys, n, m, l, lane, team);
+}
+#endif
+
+/* Per row, (row_max, row_sum) <- their merge with (b_max, b_sum): one work-item a row.
+   Each work-item reads its row's four values before it writes, so b may be a. */
+#if !CLN_ONLY || CLN_ONLY_clnorm_stats_merge_rows
+__kernel void clnorm_stats_merge_rows(__global float *row_max, __global float *row_sum,
+                                      __global const float *b_max, __global const float *b_sum,
+                                      ulong rows)
+{
+    const ulong r = get_global_id(0);
+    if (r >= rows) return;
+    float m = row_max[r], l = row_sum[r];
+    cln_stats_merge(&m, &l, b_max[r], b_sum[r]);
+    row_max[r] = m;
+    row_sum[r] = l;
 }
 #endif

@@ -45,9 +45,11 @@ typedef enum clnorm_variant {
     CLNORM_VARIANT_STREAM = 0,    /* a team of work-items per row; each pass reads it */
     CLNORM_VARIANT_REGISTERS = 1, /* the row held in registers: read once */
     CLNORM_VARIANT_SPLIT = 2,     /* several work-groups per row, partials merged */
-    CLNORM_VARIANT_WORDS = 3      /* registers, as words of 2 or 4 elements */
+    CLNORM_VARIANT_WORDS = 3,     /* registers, as words of 2 or 4 elements */
+    CLNORM_VARIANT_COOP = 4       /* split rows in one launch, slices in registers;
+                                     softmax on NVIDIA, else the split variant runs */
 } clnorm_variant;
-#define CLNORM_VARIANT_COUNT 4
+#define CLNORM_VARIANT_COUNT 5
 
 /* How a work-group reduces (docs/DESIGN.md, 'Reduction paths'). As a hint,
    CLNORM_REDUCTION_SUBGROUP asks for the device's fast path, whichever it is, and

@@ -9,12 +9,13 @@
 
 /* The plan of one call of op on p under settings s: the merged limits, the tuning
    table (unless s turns it off; it may resolve softmax AUTO in *op), then
-   cln_plan_make. no_words: some view's rows do not start at whole words. *lim
+   cln_plan_make. no_words, no_coop: some view's rows do not start at whole words, at
+   whole vectors. *lim
    receives the limits planned under, *tuned whether the tuning table chose. A
    refusal is recorded, naming the call. */
 CLN_HIDDEN clnorm_status cln_plan_call(const cln_settings *s, const cln_profile *p, cln_op *op,
                                        clnorm_dtype dtype, size_t rows, size_t cols,
-                                       int no_words, cln_limits *lim, cln_plan *out,
+                                       int no_words, int no_coop, cln_limits *lim, cln_plan *out,
                                        int *tuned);
 
 /* Records the calling thread's last enqueued operation, for clnorm_last_plan: its

@@ -27,7 +27,7 @@ const char *clnorm_op_name(clnorm_op op)
 const char *clnorm_variant_name(clnorm_variant v)
 {
     static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "registers", "split",
-                                                            "words"};
+                                                            "words", "coop"};
     return (unsigned)v < CLNORM_VARIANT_COUNT ? names[v] : "?";
 }
 
@@ -44,13 +44,14 @@ const char *clnorm_dtype_name(clnorm_dtype d)
 }
 
 clnorm_status cln_plan_call(const cln_settings *s, const cln_profile *p, cln_op *op,
-                            clnorm_dtype dtype, size_t rows, size_t cols, int no_words,
+                            clnorm_dtype dtype, size_t rows, size_t cols, int no_words, int no_coop,
                             cln_limits *lim, cln_plan *out, int *tuned)
 {
     char why[512] = "";
     clnorm_status st;
     *lim = s->lim;
     lim->no_words = no_words;
+    lim->no_coop = no_coop;
     *tuned = 0;
     /* The plan takes a forced fast path as the device's, whichever it is; the NVIDIA
        hint names one. */
@@ -124,7 +125,7 @@ clnorm_status clnorm_plan_query(cl_device_id device, const clnorm_plan_hints *hi
     cln_limits lim;
     cln_plan pl;
     int tuned;
-    if ((st = cln_plan_call(&s, prof, &o, dtype, rows ? rows : 1, cols, 0, &lim, &pl, &tuned)))
+    if ((st = cln_plan_call(&s, prof, &o, dtype, rows ? rows : 1, cols, 0, 0, &lim, &pl, &tuned)))
         return st;
     cln_plan_info_fill(&pl, dtype, cln_word_size(prof, lim.word), tuned, out);
     return CLNORM_SUCCESS;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
-static unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
+unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 {
     unsigned v = p->vec ? p->vec : 1;
     /* GPU loads are sized in bytes (16): twice the elements in 16-bit storage. */
@@ -53,9 +53,9 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        (cl/dtype.cl); only bf16 programs use it. */
     snprintf(buf, len,
              "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu"
-             "%s%s%s%s%s%s",
+             " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
-             word, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
+             word, CLN_COOP_ELEMS, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",

@@ -10,6 +10,8 @@
    of the thread's current settings (config.h). */
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
+/* CLN_VEC of p's programs in dtype: elements per vector access. Pure. */
+CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
 /* Appends the options that compile kernel kid alone (CLN_ONLY in cl/dtype.cl). */
 CLN_HIDDEN void cln_only_option(cln_kernel_id kid, char *options, size_t len);
 /* Whether kernels are built in programs of their own on p (the programs hint of the

@@ -80,6 +80,7 @@ static clnorm_status cln_hints_from_env(clnorm_plan_hints *h)
         if (!strcmp(var, "stream")) h->variant = CLNORM_VARIANT_STREAM;
         else if (!strcmp(var, "reg")) h->variant = CLNORM_VARIANT_REGISTERS;
         else if (!strcmp(var, "split")) h->variant = CLNORM_VARIANT_SPLIT;
+        else if (!strcmp(var, "coop")) h->variant = CLNORM_VARIANT_COOP;
         /* "pair" is this variant's former name. */
         else if (!strcmp(var, "words") || !strcmp(var, "pair")) h->variant = CLNORM_VARIANT_WORDS;
         else if (!st)

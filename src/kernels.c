@@ -18,6 +18,8 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_HAS_GAMMA] = {"has_gamma", CLN_T_UINT},
     [CLN_A_ROW_MAX] = {"row_max", CLN_T_GLOBAL},
     [CLN_A_ROW_SUM] = {"row_sum", CLN_T_GLOBAL},
+    [CLN_A_B_MAX] = {"b_max", CLN_T_GLOBAL},
+    [CLN_A_B_SUM] = {"b_sum", CLN_T_GLOBAL},
     [CLN_A_ROWS] = {"rows", CLN_T_ULONG},
     [CLN_A_COLS] = {"cols", CLN_T_ULONG},
     [CLN_A_EPS] = {"eps", CLN_T_FLOAT},
@@ -29,12 +31,59 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_MAXIMA] = {"maxima", CLN_T_GLOBAL},
     [CLN_A_WEIGHTED] = {"weighted", CLN_T_UINT},
     [CLN_A_SCRATCH] = {"scratch", CLN_T_LOCAL},
+    [CLN_A_SYNC] = {"sync", CLN_T_GLOBAL},
+    [CLN_A_SYNC_BASE] = {"base", CLN_T_UINT},
+    [CLN_A_Q] = {"q", CLN_T_GLOBAL},
+    [CLN_A_Q_OFF] = {"qoff", CLN_T_ULONG},
+    [CLN_A_Q_SB] = {"qsb", CLN_T_ULONG},
+    [CLN_A_Q_SH] = {"qsh", CLN_T_ULONG},
+    [CLN_A_Q_SL] = {"qsl", CLN_T_ULONG},
+    [CLN_A_K] = {"k", CLN_T_GLOBAL},
+    [CLN_A_K_OFF] = {"koff", CLN_T_ULONG},
+    [CLN_A_K_SB] = {"ksb", CLN_T_ULONG},
+    [CLN_A_K_SH] = {"ksh", CLN_T_ULONG},
+    [CLN_A_K_SL] = {"ksl", CLN_T_ULONG},
+    [CLN_A_V] = {"v", CLN_T_GLOBAL},
+    [CLN_A_V_OFF] = {"voff", CLN_T_ULONG},
+    [CLN_A_V_SB] = {"vsb", CLN_T_ULONG},
+    [CLN_A_V_SH] = {"vsh", CLN_T_ULONG},
+    [CLN_A_V_SL] = {"vsl", CLN_T_ULONG},
+    [CLN_A_OUT] = {"out", CLN_T_GLOBAL},
+    [CLN_A_OUT_OFF] = {"ooff", CLN_T_ULONG},
+    [CLN_A_OUT_SB] = {"osb", CLN_T_ULONG},
+    [CLN_A_OUT_SH] = {"osh", CLN_T_ULONG},
+    [CLN_A_OUT_SL] = {"osl", CLN_T_ULONG},
+    [CLN_A_LSE] = {"lse", CLN_T_GLOBAL},
+    [CLN_A_KV_LENS] = {"kv_lens", CLN_T_GLOBAL},
+    [CLN_A_FLAGS] = {"flags", CLN_T_UINT},
+    [CLN_A_Q_HEADS] = {"q_heads", CLN_T_UINT},
+    [CLN_A_KV_HEADS] = {"kv_heads", CLN_T_UINT},
+    [CLN_A_Q_LEN] = {"q_len", CLN_T_UINT},
+    [CLN_A_KV_LEN] = {"kv_len", CLN_T_UINT},
+    [CLN_A_HEAD_DIM] = {"head_dim", CLN_T_UINT},
+    [CLN_A_SCALE] = {"scale", CLN_T_FLOAT},
+    [CLN_A_QBLOCK] = {"qblock", CLN_T_UINT},
+    [CLN_A_QBLOCKS] = {"qblocks", CLN_T_UINT},
+    [CLN_A_CHUNKS] = {"chunks", CLN_T_UINT},
+    [CLN_A_CHUNK_LEN] = {"chunk_len", CLN_T_UINT},
+    [CLN_A_COL_LANES] = {"col_lanes", CLN_T_UINT},
+    [CLN_A_A] = {"a", CLN_T_GLOBAL},
+    [CLN_A_A_OFF] = {"aoff", CLN_T_ULONG},
+    [CLN_A_A_LD] = {"ald", CLN_T_ULONG},
+    [CLN_A_LSE_A] = {"lse_a", CLN_T_GLOBAL},
+    [CLN_A_B] = {"b", CLN_T_GLOBAL},
+    [CLN_A_B_OFF] = {"boff", CLN_T_ULONG},
+    [CLN_A_B_LD] = {"bld", CLN_T_ULONG},
+    [CLN_A_LSE_B] = {"lse_b", CLN_T_GLOBAL},
 };
 
 /* A view's three arguments. */
 #define CLN_X CLN_A_X, CLN_A_X_OFF, CLN_A_X_LD
 #define CLN_Y CLN_A_Y, CLN_A_Y_OFF, CLN_A_Y_LD
 #define CLN_RES CLN_A_RES, CLN_A_RES_OFF, CLN_A_RES_LD
+/* An attention view's five arguments, and out's four after its buffer. */
+#define CLN_ATT_VIEW(T) CLN_A_##T, CLN_A_##T##_OFF, CLN_A_##T##_SB, CLN_A_##T##_SH, CLN_A_##T##_SL
+#define CLN_ATT_OUT_STRIDES CLN_A_OUT_OFF, CLN_A_OUT_SB, CLN_A_OUT_SH, CLN_A_OUT_SL
 
 /* The lists that several kernels share, as their declarations in cl/ do. */
 #define CLN_ARGS_RMSNORM                                                             \
@@ -117,6 +166,30 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_SOFTMAX_WORDS_HALF, .name = "clnorm_softmax_words_half",
      .variant = CLN_VAR_WORDS, .words_half = 1, .stage = CLN_SOFTMAX(1, 1),
      .args = CLN_ARGS_SOFTMAX_REGISTERS},
+    /* The entry points' own kernels: nothing to reduce, so no scratch. */
+    {.id = CLN_K_SOFTMAX_APPLY, .name = "clnorm_softmax_apply", .variant = CLN_VAR_SPLIT,
+     .entry = 1,
+     .args = {CLN_X, CLN_A_ROW_MAX, CLN_A_ROW_SUM, CLN_Y, CLN_A_ROWS, CLN_A_COLS,
+              CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_TEAM}},
+    {.id = CLN_K_STATS_MERGE_ROWS, .name = "clnorm_stats_merge_rows",
+     .variant = CLN_VAR_STREAM, .entry = 1,
+     .args = {CLN_A_ROW_MAX, CLN_A_ROW_SUM, CLN_A_B_MAX, CLN_A_B_SUM, CLN_A_ROWS}},
+    /* Both algorithms: the slice stays in registers, so either reads it once. */
+    {.id = CLN_K_COOP_SOFTMAX, .name = "clnorm_coop_softmax", .variant = CLN_VAR_COOP,
+     .stage = CLN_SOFTMAX(1, 1),
+     .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_PART,
+              CLN_A_SYNC, CLN_A_SYNC_BASE, CLN_A_SCRATCH}},
+    {.id = CLN_K_ATTENTION, .name = "clnorm_attention", .attention = 1,
+     .args = {CLN_ATT_VIEW(Q), CLN_ATT_VIEW(K), CLN_ATT_VIEW(V), CLN_ATT_VIEW(OUT), CLN_A_LSE,
+              CLN_A_KV_LENS, CLN_A_FLAGS, CLN_A_Q_HEADS, CLN_A_KV_HEADS, CLN_A_Q_LEN,
+              CLN_A_KV_LEN, CLN_A_HEAD_DIM, CLN_A_SCALE, CLN_A_QBLOCK, CLN_A_QBLOCKS,
+              CLN_A_CHUNKS, CLN_A_CHUNK_LEN, CLN_A_COL_LANES, CLN_A_PART, CLN_A_SCRATCH}},
+    {.id = CLN_K_ATTENTION_REDUCE, .name = "clnorm_attention_reduce", .attention = 1,
+     .args = {CLN_A_PART, CLN_A_CHUNKS, CLN_A_HEAD_DIM, CLN_A_OUT, CLN_ATT_OUT_STRIDES,
+              CLN_A_LSE, CLN_A_FLAGS, CLN_A_Q_HEADS, CLN_A_Q_LEN}},
+    {.id = CLN_K_ATTENTION_MERGE, .name = "clnorm_attention_merge", .attention = 1,
+     .args = {CLN_A_A, CLN_A_A_OFF, CLN_A_A_LD, CLN_A_LSE_A, CLN_A_B, CLN_A_B_OFF, CLN_A_B_LD,
+              CLN_A_LSE_B, CLN_Y, CLN_A_LSE, CLN_A_HEAD_DIM}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

@@ -16,6 +16,9 @@ typedef enum cln_kernel_id {
     CLN_K_SPLIT_SOFTMAX, CLN_K_SPLIT_STATS_FINAL, CLN_K_SPLIT_MAX, CLN_K_SPLIT_SUM_EXP,
     CLN_K_SOFTMAX_WORDS, CLN_K_RMSNORM_WORDS, CLN_K_ADD_RMSNORM_WORDS,
     CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
+    CLN_K_SOFTMAX_APPLY, CLN_K_STATS_MERGE_ROWS,
+    CLN_K_COOP_SOFTMAX,
+    CLN_K_ATTENTION, CLN_K_ATTENTION_REDUCE, CLN_K_ATTENTION_MERGE,
     CLN_K_COUNT
 } cln_kernel_id;
 
@@ -37,6 +40,8 @@ typedef enum cln_arg {
     CLN_A_HAS_GAMMA,
     CLN_A_ROW_MAX,      /* the statistics' outputs */
     CLN_A_ROW_SUM,
+    CLN_A_B_MAX,        /* clnorm_stats_merge_rows: the statistics merged into them */
+    CLN_A_B_SUM,
     CLN_A_ROWS,
     CLN_A_COLS,
     CLN_A_EPS,
@@ -48,6 +53,27 @@ typedef enum cln_arg {
     CLN_A_MAXIMA,       /* the same buffer, read for the slice maxima it holds */
     CLN_A_WEIGHTED,     /* split softmax: scale the weights an earlier stage stored */
     CLN_A_SCRATCH,      /* __local scratch of the plan's local_bytes */
+    CLN_A_SYNC,         /* coop: the synchronisation words, and the first of the call's */
+    CLN_A_SYNC_BASE,
+    /* Attention (cl/attention.cl): the 4-D views q, k, v and out, each a buffer, its
+       offset and its batch, head and length strides (elements). */
+    CLN_A_Q, CLN_A_Q_OFF, CLN_A_Q_SB, CLN_A_Q_SH, CLN_A_Q_SL,
+    CLN_A_K, CLN_A_K_OFF, CLN_A_K_SB, CLN_A_K_SH, CLN_A_K_SL,
+    CLN_A_V, CLN_A_V_OFF, CLN_A_V_SB, CLN_A_V_SH, CLN_A_V_SL,
+    CLN_A_OUT, CLN_A_OUT_OFF, CLN_A_OUT_SB, CLN_A_OUT_SH, CLN_A_OUT_SL,
+    CLN_A_LSE,          /* float32 per query row, or another buffer (unwritten) */
+    CLN_A_KV_LENS,      /* int32 per batch entry, or another buffer (unread) */
+    CLN_A_FLAGS,        /* CLN_ATT_* bits of cl/attention.cl */
+    CLN_A_Q_HEADS, CLN_A_KV_HEADS, CLN_A_Q_LEN, CLN_A_KV_LEN, CLN_A_HEAD_DIM,
+    CLN_A_SCALE,
+    CLN_A_QBLOCK,       /* queries per work-group */
+    CLN_A_QBLOCKS,      /* blocks of queries per (batch entry, kv head) */
+    CLN_A_CHUNKS,       /* key chunks (split-K) */
+    CLN_A_CHUNK_LEN,    /* keys per chunk */
+    CLN_A_COL_LANES,    /* work-items across the columns in the weighted sum */
+    /* clnorm_attention_merge: out_a, lse_a, out_b, lse_b (out is CLN_A_Y). */
+    CLN_A_A, CLN_A_A_OFF, CLN_A_A_LD, CLN_A_LSE_A,
+    CLN_A_B, CLN_A_B_OFF, CLN_A_B_LD, CLN_A_LSE_B,
     CLN_A_COUNT
 } cln_arg;
 
@@ -68,7 +94,7 @@ typedef struct cln_arg_desc {
 CLN_HIDDEN extern const cln_arg_desc cln_arg_descs[CLN_A_COUNT];
 
 /* Most arguments of any kernel, and room for the list's end. */
-#define CLN_KERNEL_ARGS_MAX 18
+#define CLN_KERNEL_ARGS_MAX 40
 
 typedef struct cln_kernel_info {
     cln_kernel_id id;
@@ -79,6 +105,11 @@ typedef struct cln_kernel_info {
        not. Softmax AUTO is resolved by the plan before kernels are chosen. */
     unsigned char stage[CLN_OP_COUNT];
     int group_per_row;      /* launched as one work-group per row, not the plan's groups */
+    int entry;              /* run by an entry point of its own (clnorm_softmax_apply,
+                               clnorm_stats_merge_rows) with the plan of cln_plan_apply,
+                               not as a stage of an operation: its stages are all 0 */
+    int attention;          /* chosen by the attention plan (plan_attention.c), not by
+                               cln_kernel_find */
     cln_arg args[CLN_KERNEL_ARGS_MAX]; /* in declaration order, ending at CLN_A_END */
 } cln_kernel_info;
 

@@ -23,6 +23,7 @@ const char *cln_variant_name(cln_variant v)
     case CLN_VAR_REGISTERS: return "reg";
     case CLN_VAR_SPLIT: return "split";
     case CLN_VAR_WORDS: return "words";
+    case CLN_VAR_COOP: return "coop";
     }
     return "?";
 }

@@ -3,6 +3,7 @@
    it with the profile of any device, real or not; it runs the steps below, which take
    every threshold from the device's row of the plan table (src/plan_table.c). */
 #include "plan.h"
+#include "build_options.h"
 #include "kernels.h"
 #include "plan_table.h"
 #include "types.h"
@@ -42,7 +43,7 @@ size_t cln_word_size(const cln_profile *p, size_t forced)
    split kernels of every op reduce pairs. */
 static size_t cln_local_floats(cln_op op, cln_variant v)
 {
-    if (v == CLN_VAR_SPLIT) return 2;
+    if (v == CLN_VAR_SPLIT || v == CLN_VAR_COOP) return 2;
     return op == CLN_OP_SOFTMAX_ONLINE || op == CLN_OP_STATS ? 2 : 1;
 }
 
@@ -75,6 +76,7 @@ static int cln_has_variant(cln_op op, cln_variant v)
 {
     if (v == CLN_VAR_REGISTERS || v == CLN_VAR_WORDS) return op != CLN_OP_STATS;
     if (v == CLN_VAR_SPLIT) return op != CLN_OP_ADD_RMSNORM;
+    if (v == CLN_VAR_COOP) return op == CLN_OP_SOFTMAX_THREE_PASS || op == CLN_OP_SOFTMAX_ONLINE;
     return 1;
 }
 
@@ -220,6 +222,42 @@ static cln_op cln_plan_algorithm(const cln_plan_in *in, int reg_fits)
     return three ? CLN_OP_SOFTMAX_THREE_PASS : CLN_OP_SOFTMAX_ONLINE;
 }
 
+/* The work-group of a coop plan: forced, or the table's within the device's. */
+static size_t cln_plan_coop_wg(const cln_plan_in *in)
+{
+    if (in->lim->force_wg) return in->lim->force_wg;
+    const size_t wg = in->t->coop_wg;
+    return wg > in->max_wg ? cln_pow2_floor(in->max_wg) : wg;
+}
+
+/* Slices of a coop plan in groups of wg, or 0 where it cannot run: the device must be
+   one whose running groups progress side by side (NVIDIA), the op softmax, the views
+   aligned to the vector, a row's slices no more than the compute units (so that they
+   all run at once) and the groups within the synchronisation words' count. Slices
+   hold at most CLN_COOP_ELEMS elements per work-item, and are as many as give the
+   table's groups per compute unit. See docs/DESIGN.md, 'One-launch split rows'. */
+static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, size_t *slice_len)
+{
+    const cln_plan_params *t = in->t;
+    if (!t->coop_wg || !in->p->nv || in->lim->no_coop || !wg || wg > in->max_wg ||
+        !cln_has_variant(op, CLN_VAR_COOP) || !in->rows)
+        return 0;
+    const size_t least = cln_div_up(in->cols, wg * CLN_COOP_ELEMS);
+    size_t slices = in->lim->force_slices;
+    if (!slices) {
+        slices = cln_div_up(t->coop_groups_per_cu * in->cus, in->rows);
+        if (slices > in->cus) slices = in->cus;
+    }
+    if (slices < least) slices = least;
+    /* Whole vectors per slice, so every slice starts aligned. */
+    const size_t step = wg * cln_build_vec(in->p, in->dtype);
+    const size_t len = cln_div_up(cln_div_up(in->cols, slices), step) * step;
+    slices = cln_div_up(in->cols, len);
+    if (slices > in->cus || in->rows * slices > CLN_COOP_GROUPS_MAX) return 0;
+    if (slice_len) *slice_len = len;
+    return slices;
+}
+
 /* Step 5: the variant. Split when rows are too few to fill the device and long enough
    to share; registers when the row fits; stream otherwise. A forced variant the op
    lacks streams; a forced work-group size or team keeps an unforced plan whole. */
@@ -231,11 +269,16 @@ static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_
     if (lim->force_variant >= 0) {
         cln_variant var = (cln_variant)lim->force_variant;
         if (var == CLN_VAR_WORDS && !r->words) var = CLN_VAR_REGISTERS; /* odd columns or rows */
+        if (var == CLN_VAR_COOP && !cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
+            var = CLN_VAR_SPLIT; /* a device, shape or view the coop form cannot take */
         return cln_has_variant(op, var) ? var : CLN_VAR_STREAM;
     }
     const int few = in->rows < t->split_rows_per_cu * in->cus;
     if (few && in->cols >= t->split_cols_min && cln_has_variant(op, CLN_VAR_SPLIT)) {
-        if (!lim->force_wg && !lim->force_team) return CLN_VAR_SPLIT;
+        if (!lim->force_wg && !lim->force_team) {
+            if (cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL)) return CLN_VAR_COOP;
+            return CLN_VAR_SPLIT;
+        }
         return r->fits && cln_has_variant(op, CLN_VAR_REGISTERS) ? in_regs : CLN_VAR_STREAM;
     }
     if (t->auto_registers && r->fits && cln_has_variant(op, CLN_VAR_REGISTERS)) return in_regs;
@@ -351,6 +394,8 @@ static clnorm_status cln_plan_team(const cln_plan_in *in, cln_variant var,
     const cln_limits *lim = in->lim;
     if (var == CLN_VAR_SPLIT) {
         *wg = *team = cln_plan_split_wg(in);
+    } else if (var == CLN_VAR_COOP) {
+        *wg = *team = cln_plan_coop_wg(in);
     } else if (lim->force_wg) {
         *wg = lim->force_wg;
         *team = cln_plan_forced_team(in, *wg);
@@ -383,7 +428,7 @@ static clnorm_status cln_plan_loop_limit(const cln_plan_in *in, cln_op op, cln_v
                                          size_t *wg, size_t *team)
 {
     const cln_profile *p = in->p;
-    if (!p->loop_limit || *var == CLN_VAR_SPLIT) return CLNORM_SUCCESS;
+    if (!p->loop_limit || *var == CLN_VAR_SPLIT || *var == CLN_VAR_COOP) return CLNORM_SUCCESS;
     const size_t vec = cln_plan_loop_vec(in);
     if (in->lim->force_wg || in->lim->force_team) {
         if (cln_div_up(in->cols, *team * vec) <= p->loop_limit) return CLNORM_SUCCESS;
@@ -489,8 +534,14 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     out->wg = wg;
     out->team = team;
     out->rows_per_wg = wg / team;
-    if (var == CLN_VAR_SPLIT) cln_plan_split(&in, wg, out);
-    else out->groups = rows ? cln_div_up(rows, out->rows_per_wg) : 0;
+    if (var == CLN_VAR_SPLIT) {
+        cln_plan_split(&in, wg, out);
+    } else if (var == CLN_VAR_COOP) {
+        out->slices = cln_plan_coop_slices(&in, out->op, wg, &out->slice_len);
+        out->groups = rows * out->slices;
+    } else {
+        out->groups = rows ? cln_div_up(rows, out->rows_per_wg) : 0;
+    }
     out->local_bytes = cln_plan_local_bytes(out->op, var, wg);
     out->path = cln_plan_driver_path(&in, wg, out->path);
     cln_kernels(out); /* step 12: the kernel of each stage */

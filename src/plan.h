@@ -7,6 +7,11 @@
 #include "kernels.h"
 #include "types.h"
 
+/* Elements per work-item the coop variant holds (CLN_COOP_ELEMS in cl/coop.cl), and the
+   most work-groups one coop call may have, which keeps the synchronisation words of a
+   call few (src/scratch.c). */
+#define CLN_COOP_ELEMS 32
+#define CLN_COOP_GROUPS_MAX 4095
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
 #define CLN_REG_K 32
 #define CLN_RMS_REG_K 16
@@ -24,6 +29,9 @@ typedef struct cln_limits {
     int no_words;         /* set by the caller when some view's rows do not all start
                              at a multiple of the word: the words variant is
                              then off */
+    int no_coop;          /* set by the caller when some view's rows do not all start
+                             at a multiple of the programs' vector (cln_build_vec):
+                             the coop variant is then off */
     size_t word;          /* CLNORM_PAIR_WORD: elements per word of the words variant
                              (2 or 4), 0 for the device's choice (cln_word_size) */
 } cln_limits;
@@ -56,6 +64,13 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
+/* The plan of an entry point's own kernel (the table's entry kernels, plan_apply.c):
+   CLN_K_SOFTMAX_APPLY, teams writing slices of rows, enough slices to fill the device
+   where rows are few; or CLN_K_STATS_MERGE_ROWS, one work-item a row (cols unused).
+   op is online softmax, whose write pass apply is. Pure; refusals as cln_plan_make's. */
+CLN_HIDDEN clnorm_status cln_plan_apply(const cln_profile *p, const cln_limits *lim,
+                                        cln_kernel_id kid, size_t rows, size_t cols,
+                                        cln_plan *out, char *why, size_t why_len);
 /* Elements per work-item the plan's register kernel holds (the kernels' CLN_REG_K,
    CLN_RMS_REG_K and the words slots); 0 for the streaming and split variants. */
 CLN_HIDDEN size_t cln_plan_reg_elems(const cln_plan *pl, clnorm_dtype dtype);

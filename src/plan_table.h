@@ -58,6 +58,19 @@ typedef struct cln_plan_params {
     size_t split_groups_per_cu;
     /* Elements per work-item a slice keeps at least: 'Split rows'. */
     size_t split_items_min;
+    /* Work-group of the one-launch split (coop) of softmax, 0 where the class never
+       takes it; slices for this many groups per compute unit: 'One-launch split
+       rows'. The plan takes it on NVIDIA devices only. */
+    size_t coop_wg;
+    size_t coop_groups_per_cu;
+
+    /* ---- softmax with given statistics (clnorm_softmax_apply) */
+    /* Work-items of a group: 'Softmax with given statistics'. */
+    size_t apply_wg;
+    /* Elements per work-item a team keeps at least: 'Softmax with given statistics'. */
+    size_t apply_items;
+    /* Slices give this many groups per compute unit: 'Softmax with given statistics'. */
+    size_t apply_groups_per_cu;
 
     /* ---- teams by columns (GPUs; CPUs given a forced team or group) */
     /* Elements per work-item of a streaming team: 'Work-items per row on GPUs', 'CPU plans'. */

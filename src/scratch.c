@@ -31,6 +31,8 @@ struct cln_scratch {
     size_t bytes;
     int held; /* bound: a call between acquire and release */
     int dropped; /* released by clnorm_release_cache while held: freed, not kept */
+    cl_mem sync;     /* the coop variant's words, created at its first call */
+    size_t sync_next; /* the first of them no call has used since they were zeroed */
     struct cln_scratch *next;
 };
 
@@ -44,6 +46,7 @@ static cln_scratch *cln_bound;    /* buffers bound to in-order queues */
 static void cln_scratch_free(cln_scratch *s)
 {
     if (s->mem) clReleaseMemObject(s->mem);
+    if (s->sync) clReleaseMemObject(s->sync);
     if (s->queue) clReleaseCommandQueue(s->queue);
     free(s);
 }
@@ -156,6 +159,42 @@ clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q, int in_ord
 }
 
 cl_mem cln_scratch_mem(const cln_scratch *s) { return s->mem; }
+
+clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, int in_order, size_t words,
+                               cl_mem *mem, cl_uint *base)
+{
+    /* The caller holds s alone (held, or out of the pool) until release. */
+    if (words > CLN_SYNC_WORDS)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%zu synchronisation words asked, %d at most",
+                        words, CLN_SYNC_WORDS);
+    cl_int err = CL_SUCCESS;
+    if (!s->sync) {
+        cl_context ctx;
+        err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+        if (err == CL_SUCCESS)
+            s->sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE, CLN_SYNC_WORDS * sizeof(cl_uint),
+                                     NULL, &err);
+        if (err != CL_SUCCESS) {
+            s->sync = NULL;
+            return cln_cl_fail(err, "clCreateBuffer(synchronisation words)");
+        }
+        s->sync_next = CLN_SYNC_WORDS; /* not zeroed yet */
+    }
+    if (s->sync_next + words > CLN_SYNC_WORDS) {
+        const cl_uint zero = 0;
+        cl_event ev = NULL;
+        err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0,
+                                  CLN_SYNC_WORDS * sizeof(cl_uint), 0, NULL, in_order ? NULL : &ev);
+        if (err == CL_SUCCESS && ev) err = clWaitForEvents(1, &ev);
+        if (ev) clReleaseEvent(ev);
+        if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueFillBuffer(synchronisation words)");
+        s->sync_next = 0;
+    }
+    *mem = s->sync;
+    *base = (cl_uint)s->sync_next;
+    s->sync_next += words;
+    return CLNORM_SUCCESS;
+}
 
 int cln_scratch_needs_event(const cln_scratch *s) { return s && !s->queue; }
 

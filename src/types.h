@@ -31,11 +31,13 @@ typedef enum cln_variant {
     CLN_VAR_STREAM = 0,    /* a team per row, each pass reads the row from memory */
     CLN_VAR_REGISTERS = 1, /* a team per row, the row held in registers: read once */
     CLN_VAR_SPLIT = 2,     /* several work-groups per row, partials merged in stage two */
-    CLN_VAR_WORDS = 3      /* the register form on words of CLN_WORD neighbouring
+    CLN_VAR_WORDS = 3,     /* the register form on words of CLN_WORD neighbouring
                               elements: wider loads, and 16-bit rows kept packed
                               (cl/dtype.cl) */
+    CLN_VAR_COOP = 4       /* split rows in one launch, each slice held in registers
+                              while the groups of a row exchange partials (cl/coop.cl) */
 } cln_variant;
-#define CLN_VAR_COUNT 4
+#define CLN_VAR_COUNT 5
 
 /* What clnorm knows about one device; probed once, never trusted from names alone
    (profile.c fills it; the plan reads it). */

@@ -35,6 +35,18 @@ clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id 
     return CLNORM_SUCCESS;
 }
 
+/* Validation common to every operation; fills ctx and dev. */
+clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,
+                               cl_uint num_wait, const cl_event *wait_list, cl_context *ctx,
+                               cl_device_id *dev)
+{
+    clnorm_status st = cln_check_queue(q, ctx, dev);
+    if (!st) st = cln_check_dtype(dtype);
+    if (!st && cols == 0) st = cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
+    if (!st) st = cln_check_waits(num_wait, wait_list);
+    return st;
+}
+
 clnorm_status cln_check_waits(cl_uint n, const cl_event *list)
 {
     if (n > 0 && !list)
@@ -179,4 +191,70 @@ clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off, siz
 size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols, size_t esize)
 {
     return rows ? ((rows - 1) * v->ld + cols) * esize : 0;
+}
+
+clnorm_status cln_check_tensor(const char *name, cl_context ctx, const clnorm_tensor *t,
+                               const size_t dims[4], size_t esize, size_t *first,
+                               size_t *span)
+{
+    char mname[64];
+    snprintf(mname, sizeof mname, "%s.mem", name);
+    size_t size = 0;
+    clnorm_status st = cln_mem_info(mname, ctx, t->mem, &size);
+    if (st) return st;
+    *first = t->offset * esize;
+    *span = 0;
+    if (!dims[0] || !dims[1] || !dims[2] || !dims[3]) return CLNORM_SUCCESS;
+    /* The largest index reached: offset + sum over the dims of (n - 1) * stride. */
+    const size_t strides[3] = {t->stride_batch, t->stride_head, t->stride_len};
+    size_t end = t->offset, term, bytes;
+    int over = __builtin_add_overflow(end, dims[3] - 1, &end);
+    for (int i = 0; i < 3; i++)
+        over |= __builtin_mul_overflow(dims[i] - 1, strides[i], &term) ||
+                __builtin_add_overflow(end, term, &end);
+    if (over || __builtin_add_overflow(end, 1, &end) || __builtin_mul_overflow(end, esize, &bytes))
+        return cln_fail(CLNORM_OUT_OF_BOUNDS, "%s: offset %zu with strides (%zu, %zu, %zu) over "
+                        "%zu x %zu x %zu x %zu overflows size_t", name, t->offset, strides[0],
+                        strides[1], strides[2], dims[0], dims[1], dims[2], dims[3]);
+    if (bytes > size)
+        return cln_fail(CLNORM_OUT_OF_BOUNDS,
+                        "%s: the view reaches element %zu (offset %zu, strides batch %zu, head "
+                        "%zu, len %zu over %zu x %zu x %zu x %zu) but %s holds %zu elements of "
+                        "%zu bytes", name, end - 1, t->offset, strides[0], strides[1],
+                        strides[2], dims[0], dims[1], dims[2], dims[3], mname, size / esize,
+                        esize);
+    *span = bytes - *first;
+    return CLNORM_SUCCESS;
+}
+
+clnorm_status cln_check_tensor_distinct(const char *name, const clnorm_tensor *t,
+                                        const size_t dims[4])
+{
+    /* The dims of more than one element, innermost first: each stride must pass
+       everything the dims inside it reach, so that no two elements share an index. */
+    size_t n[3], s[3], k = 0;
+    const size_t strides[3] = {t->stride_batch, t->stride_head, t->stride_len};
+    static const char *const names[3] = {"stride_batch", "stride_head", "stride_len"};
+    size_t which[3];
+    for (int i = 0; i < 3; i++)
+        if (dims[i] > 1) {
+            n[k] = dims[i];
+            s[k] = strides[i];
+            which[k++] = (size_t)i;
+        }
+    for (size_t i = 1; i < k; i++)
+        for (size_t j = i; j > 0 && s[j] < s[j - 1]; j--) {
+            size_t tn = n[j], ts = s[j], tw = which[j];
+            n[j] = n[j - 1], s[j] = s[j - 1], which[j] = which[j - 1];
+            n[j - 1] = tn, s[j - 1] = ts, which[j - 1] = tw;
+        }
+    size_t reach = dims[3]; /* elements past the first that the inner dims span, plus one */
+    for (size_t i = 0; i < k; i++) {
+        if (s[i] < reach)
+            return cln_fail(CLNORM_INVALID_ARGUMENT, "%s.%s = %zu makes elements of the view "
+                            "share memory (the dims inside it span %zu elements)", name,
+                            names[which[i]], s[i], reach);
+        reach = (n[i] - 1) * s[i] + reach; /* the view was checked: no overflow */
+    }
+    return CLNORM_SUCCESS;
 }

@@ -13,6 +13,11 @@ CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
                                          cl_device_id *dev);
 CLN_HIDDEN clnorm_status cln_check_waits(cl_uint n, const cl_event *list);
+/* What every device-buffer operation checks first: the queue (filling ctx and dev),
+   the dtype, cols > 0 and the wait list. */
+CLN_HIDDEN clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,
+                                          cl_uint num_wait, const cl_event *wait_list,
+                                          cl_context *ctx, cl_device_id *dev);
 /* Checks view `name` of rows x cols elements of esize bytes against its buffer;
    resolves ld == 0. */
 CLN_HIDDEN clnorm_status cln_check_view(const char *name, cl_context ctx,
@@ -35,5 +40,16 @@ CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t
 /* Bytes from a checked view's first element to its last. */
 CLN_HIDDEN size_t cln_view_bytes(const clnorm_matrix *v, size_t rows, size_t cols,
                                  size_t esize);
+
+/* Checks 4-D view `name` of dims (batch, heads, len, head_dim) against its buffer:
+   the largest index it reaches must be in bounds. *first: the byte offset of its
+   first element; *span: bytes from there to its last (0 for an empty view). */
+CLN_HIDDEN clnorm_status cln_check_tensor(const char *name, cl_context ctx,
+                                          const clnorm_tensor *t, const size_t dims[4],
+                                          size_t esize, size_t *first, size_t *span);
+/* Refuses a view (already checked) whose strides give two elements one index, for
+   an output. */
+CLN_HIDDEN clnorm_status cln_check_tensor_distinct(const char *name, const clnorm_tensor *t,
+                                                   const size_t dims[4]);
 
 #endif

@@ -50,6 +50,22 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(sharded_values, device)                       \
+    TEST_CASE(sharded_special, device)                      \
+    TEST_CASE(sharded_bad_input, device)                    \
+    TEST_CASE(sharded_devices, device)                      \
+    TEST_CASE(softmax_apply, device)                        \
+    TEST_CASE(stats_merge_rows, device)                     \
+    TEST_CASE(given_events, device)                         \
+    TEST_CASE(coop_softmax, device)                         \
+    TEST_CASE(attention_values, device)                     \
+    TEST_CASE(attention_views, device)                      \
+    TEST_CASE(attention_long, device)                       \
+    TEST_CASE(attention_split, device)                      \
+    TEST_CASE(attention_special, device)                    \
+    TEST_CASE(attention_merge, device)                      \
+    TEST_CASE(attention_bad_input, device)                  \
+    TEST_CASE(attention_events, device)                     \
     TEST_CASE(release_race, device)                         \
     TEST_CASE(fast_path_fallback, device)                   \
     TEST_CASE(probe_checks, device)                         \
@@ -59,7 +75,9 @@
     TEST_CASE(plan, unit)                                   \
     TEST_CASE(build_options, unit)                          \
     TEST_CASE(pocl_pin, unit)                               \
-    TEST_CASE(kernel_table, unit)
+    TEST_CASE(kernel_table, unit)                           \
+    TEST_CASE(plan_apply, unit)                             \
+    TEST_CASE(attention_plan, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

@@ -249,7 +249,9 @@ static void check_choice(void)
                 /* Which operations lack a variant is the plan's rule too (plan.c). */
                 const int absent = (ops[o] == CLN_OP_STATS && (v == CLN_VAR_REGISTERS ||
                                                               v == CLN_VAR_WORDS)) ||
-                                   (ops[o] == CLN_OP_ADD_RMSNORM && v == CLN_VAR_SPLIT);
+                                   (ops[o] == CLN_OP_ADD_RMSNORM && v == CLN_VAR_SPLIT) ||
+                                   (v == CLN_VAR_COOP && ops[o] != CLN_OP_SOFTMAX_THREE_PASS &&
+                                    ops[o] != CLN_OP_SOFTMAX_ONLINE);
                 const int stages = absent ? 0 : v != CLN_VAR_SPLIT ? 1
                                               : ops[o] == CLN_OP_SOFTMAX_THREE_PASS ? 3 : 2;
                 for (int s = 0; s <= 3; s++)
@@ -269,8 +271,21 @@ static void check_choice(void)
             }
         }
     }
-    for (int k = 0; k < CLN_K_COUNT; k++)
-        CHECK(used[k], "no plan chooses %s", cln_kernel_name((cln_kernel_id)k));
+    /* An entry point's own kernel, and an attention kernel (the attention plan's), is
+       chosen by no operation's stage; every other kernel by some plan. */
+    for (int k = 0; k < CLN_K_COUNT; k++) {
+        const cln_kernel_info *e = &cln_kernel_table[k];
+        int stages = 0;
+        for (int o = 0; o < CLN_OP_COUNT; o++) stages += e->stage[o] != 0;
+        if (e->entry)
+            CHECK(!used[k] && !stages && !e->group_per_row,
+                  "%s is an entry point's kernel, yet an operation runs it", e->name);
+        else if (e->attention)
+            CHECK(!used[k] && !stages, "%s: an attention kernel that a rows plan chooses",
+                  e->name);
+        else
+            CHECK(used[k], "no plan chooses %s", e->name);
+    }
     /* Only the last stage of a split plan has group_per_row (ops.c launches it with a
        work-group per row, after the stages that share the plan's groups). */
     for (int k = 0; k < CLN_K_COUNT; k++) {

@@ -226,6 +226,7 @@ const char *tool_variant_name(clnorm_variant v)
     case CLNORM_VARIANT_REGISTERS: return "reg";
     case CLNORM_VARIANT_SPLIT: return "split";
     case CLNORM_VARIANT_WORDS: return "words";
+    case CLNORM_VARIANT_COOP: return "coop";
     }
     return "?";
 }

@@ -16,7 +16,9 @@ typedef struct shape { const char *op; size_t rows, cols; int quick; } shape;
 static const shape grid[] = {
     {"softmax", 4096, 128, 1},   {"softmax", 16384, 1024, 0}, {"softmax", 4096, 4096, 1},
     {"softmax", 1024, 32768, 0}, {"softmax", 64, 128256, 1},  {"softmax", 8, 262144, 1},
-    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"rmsnorm", 1, 4096, 1},
+    {"softmax", 1, 1048576, 1},  {"softmax", 32768, 8192, 0}, {"softmax", 128, 151936, 0},
+    {"apply", 64, 131072, 1},    {"apply", 8, 131072, 1},     {"apply", 64, 128256, 0},
+    {"apply", 128, 151936, 0},   {"apply", 1, 1048576, 0},    {"rmsnorm", 1, 4096, 1},
     {"rmsnorm", 64, 8192, 1},    {"rmsnorm", 4096, 4096, 1},  {"rmsnorm", 16384, 8192, 0},
     {"rmsnorm", 8192, 16384, 0}, {"rmsnorm", 65536, 1024, 1},
 };
@@ -25,6 +27,8 @@ typedef struct bench_cfg {
     const char *device, *json, *csv, *impl, *only_op;
     int quick, repeats, all_dtypes, algo, batch;
     clnorm_dtype dtype;
+    shape shapes[16]; /* --shape: these instead of the grid */
+    int nshapes;
 } bench_cfg;
 
 typedef struct result {
@@ -35,18 +39,6 @@ typedef struct result {
     double ms, gbps;
     double copy_gbps; /* clEnqueueCopyBuffer of the same bytes, same run (0: none) */
 } result;
-
-/* Seconds between the marker enqueued just before an operation and the end of the
-   operation's event: this covers every kernel of a split plan. */
-static double event_seconds(cl_event marker, cl_event done)
-{
-    cl_ulong m_end = 0, s = 0, e = 0;
-    clGetEventProfilingInfo(marker, CL_PROFILING_COMMAND_END, sizeof m_end, &m_end, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-    clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL);
-    cl_ulong start = m_end && m_end <= s ? m_end : s;
-    return (double)(e - start) * 1e-9;
-}
 
 /* Bytes read plus written by one call. */
 static double op_bytes(const char *op, size_t rows, size_t cols, size_t es)
@@ -67,6 +59,9 @@ static clnorm_status enqueue_op(cl_command_queue q, const bench_cfg *c, const ch
     if (!strcmp(op, "add_rmsnorm"))
         return clnorm_add_rmsnorm(q, c->dtype, rows, cols, vx, vr, 1, gamma, vy, 1e-6f, 0, NULL,
                                   ev);
+    /* apply: r and gamma hold the rows' statistics. */
+    if (!strcmp(op, "apply"))
+        return clnorm_softmax_apply(q, c->dtype, rows, cols, vx, r, gamma, vy, 0, NULL, ev);
     return clnorm_softmax(q, c->dtype, rows, cols, vx, vy, (clnorm_softmax_algo)c->algo, 0, NULL,
                           ev);
 }
@@ -129,38 +124,6 @@ static void launch_cost(cl_context ctx, cl_command_queue q, cl_device_id dev, do
     if (p) clReleaseProgram(p);
 }
 
-/* The device's own copy bandwidth: clEnqueueCopyBuffer, bytes read plus written. */
-static double copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps)
-{
-    cl_int err;
-    cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    double t[32], best = 0;
-    if (a && b) {
-        unsigned char pat = 0x3c;
-        clEnqueueFillBuffer(q, a, &pat, 1, 0, bytes, 0, NULL, NULL);
-        for (int i = 0; i <= reps && i < 32; i++) {
-            cl_event e;
-            double w0 = tool_now();
-            if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e) != CL_SUCCESS) break;
-            clWaitForEvents(1, &e);
-            double w = tool_now() - w0;
-            cl_ulong s = 0, en = 0;
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
-            clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
-            clReleaseEvent(e);
-            /* Rusticl 22 reports nonsense profiling times (zero or a nanosecond):
-               below a twentieth of the wall clock, take the wall clock. */
-            double pt = en > s ? (double)(en - s) * 1e-9 : 0;
-            if (i) t[i - 1] = pt > 0.05 * w ? pt : w; /* the first is a warm-up */
-        }
-        best = 2.0 * (double)bytes / tool_median(t, (size_t)reps) * 1e-9;
-    }
-    if (a) clReleaseMemObject(a);
-    if (b) clReleaseMemObject(b);
-    return best;
-}
-
 /* Times reps repeats of batch calls back to back (inputs rotated over the nin x),
    into t in seconds per call; copy_bytes > 0 times clEnqueueCopyBuffer of that much of
    one input to y instead of the operation. Returns 0 when a call failed. With --batch
@@ -193,7 +156,7 @@ static int time_calls(cl_command_queue q, const bench_cfg *c, const shape *sh, i
             /* Drivers without working profiling (Rusticl 22) report zeros: fall back
                to the wall clock around enqueue and wait. */
             double w = tool_now() - w0;
-            t[i] = event_seconds(m, e);
+            t[i] = tool_event_seconds(m, e);
             if (t[i] <= 0.05 * w) t[i] = w;
             t[i] /= batch;
         }
@@ -240,7 +203,18 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
         r = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
         ok = err == CL_SUCCESS;
     }
-    if (ok) {
+    if (ok && !strcmp(sh->op, "apply")) {
+        /* Statistics that keep exp(x - m) / l finite for fill's values. */
+        float *st = malloc(2 * sh->rows * sizeof *st);
+        for (size_t i = 0; st && i < sh->rows; i++) st[i] = 64.0f, st[sh->rows + i] = (float)sh->cols;
+        r = st ? clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->rows * 4, st, &err)
+               : NULL;
+        if (r) gamma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->rows * 4,
+                                      st + sh->rows, &err);
+        free(st);
+        ok = r && gamma;
+    }
+    if (ok && !gamma) {
         fill(host, c->dtype, sh->cols, sh->cols, 77);
         gamma = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sh->cols * es, host, &err);
         ok = err == CL_SUCCESS;
@@ -275,7 +249,9 @@ static int bench_device_shape(cl_context ctx, cl_command_queue q, cl_device_id d
     /* Describe the plan that ran (after the tuning table and the kernels' limits). */
     clnorm_plan_info pl;
     res->plan[0] = '\0';
-    if (ok && clnorm_last_plan(&pl)) {
+    if (ok && !strcmp(sh->op, "apply")) {
+        snprintf(res->plan, sizeof res->plan, "softmax_apply (CLNORM_TRACE=1 shows its plan)");
+    } else if (ok && clnorm_last_plan(&pl)) {
         char d[120];
         tool_plan_describe(&pl, d, sizeof d);
         snprintf(res->plan, sizeof res->plan, "%s %s", tool_op_name(pl.op), d);
@@ -362,8 +338,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: clnorm bench [--device SPEC] [--quick] [--dtype f32|f16|bf16|all]\n"
-            "                    [--op softmax|rmsnorm|add_rmsnorm] [--algo auto|3pass|online]\n"
-            "                    [--repeats N] [--batch N] [--impl clnorm|scalar|memcpy]\n"
+            "                    [--op softmax|apply|rmsnorm|add_rmsnorm|attention]\n"
+            "                    [--algo auto|3pass|online] [--repeats N] [--batch N]\n"
+            "                    [--shape RxC]... [--impl clnorm|scalar|memcpy]\n"
             "                    [--json FILE] [--csv FILE]\n"
             "\n"
             "Times each operation over the shape grid (median of N runs after a warm-up,\n"
@@ -374,7 +351,12 @@ static void usage(FILE *f)
             "buffers (%%copy@sz: what ramp-up and drain leave of it). --quick runs the\n"
             "subset for small machines. --batch N times N calls back to back per repeat\n"
             "(device throughput; the default 1 times single calls, host work included).\n"
-            "--impl scalar/memcpy time host C loops instead.\n"
+            "--op apply times clnorm_softmax_apply (the statistics given: the write of\n"
+            "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
+            "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
+            "instead of the grid. --impl scalar/memcpy time host C loops instead.\n"
+            "--op attention has a grid and options of its own:\n"
+            "clnorm bench --op attention --help.\n"
             "FILE may be - for standard output.\n");
 }
 
@@ -408,6 +390,11 @@ static void write_results(const bench_cfg *c, const char *device, const char *no
 int cmd_bench(int argc, char **argv)
 {
     bench_cfg c = {.impl = "clnorm", .repeats = 0, .dtype = CLNORM_F32, .algo = 0};
+    /* Attention has a grid and options of its own. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--op=attention") ||
+            (!strcmp(argv[i], "--op") && i + 1 < argc && !strcmp(argv[i + 1], "attention")))
+            return cmd_bench_attention(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *v;
         int m;
@@ -444,6 +431,19 @@ int cmd_bench(int argc, char **argv)
             c.batch = (int)(n > 1000 ? 1000 : n);
             continue;
         }
+        if ((m = tool_opt(argc, argv, &i, "--shape", &v))) {
+            shape *sh = &c.shapes[c.nshapes];
+            char tail;
+            if (m < 0) return TOOL_USAGE;
+            if (c.nshapes == (int)(sizeof c.shapes / sizeof c.shapes[0]) ||
+                sscanf(v, "%zux%zu%c", &sh->rows, &sh->cols, &tail) != 2 || !sh->rows || !sh->cols) {
+                fprintf(stderr, "clnorm bench: --shape %s is not ROWSxCOLS (16 at most)\n", v);
+                return TOOL_USAGE;
+            }
+            sh->quick = 1;
+            c.nshapes++;
+            continue;
+        }
         if ((m = tool_opt(argc, argv, &i, "--repeats", &v))) {
             size_t n;
             if (m < 0 || !tool_parse_size("--repeats", v, &n)) return TOOL_USAGE;
@@ -474,7 +474,7 @@ int cmd_bench(int argc, char **argv)
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
         note = tool_pocl_note(q);
-        copy = copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+        copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
         launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
@@ -490,18 +490,27 @@ int cmd_bench(int argc, char **argv)
     printf("%-12s %-5s %15s  %-52s %10s %9s %7s %9s\n", "op", "dtype", "shape", "plan", "ms", "GB/s",
            host ? "" : "%copy", host ? "" : "%copy@sz");
     int ndt = c.all_dtypes ? 3 : 1, total = 0, failed = 0, n = 0;
-    result rs[3 * (sizeof grid / sizeof grid[0])];
-    for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++)
-        if ((!c.quick || grid[k].quick) && (!c.only_op || !strcmp(c.only_op, grid[k].op) ||
-                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(grid[k].op, "rmsnorm"))))
+    /* --shape: the given shapes, of --op (softmax by default). */
+    const shape *list = grid;
+    size_t count = sizeof grid / sizeof grid[0];
+    if (c.nshapes) {
+        for (int k = 0; k < c.nshapes; k++) c.shapes[k].op = c.only_op ? c.only_op : "softmax";
+        list = c.shapes;
+        count = (size_t)c.nshapes;
+    }
+    result rs[3 * (sizeof grid / sizeof grid[0] + sizeof c.shapes / sizeof c.shapes[0])];
+    for (size_t k = 0; k < count; k++)
+        if ((!c.quick || list[k].quick) && (!c.only_op || !strcmp(c.only_op, list[k].op) ||
+                                            (!strcmp(c.only_op, "add_rmsnorm") && !strcmp(list[k].op, "rmsnorm"))))
             total += ndt;
     int done = 0;
     for (int d = 0; d < ndt; d++) {
         if (c.all_dtypes) c.dtype = (clnorm_dtype)d;
         if (host && c.dtype != CLNORM_F32) continue;
-        for (size_t k = 0; k < sizeof grid / sizeof grid[0]; k++) {
-            shape sh = grid[k];
+        for (size_t k = 0; k < count; k++) {
+            shape sh = list[k];
             if (c.quick && !sh.quick) continue;
+            if (host && !strcmp(sh.op, "apply")) continue; /* no host peer */
             if (c.only_op && !strcmp(c.only_op, "add_rmsnorm") && !strcmp(sh.op, "rmsnorm"))
                 sh.op = "add_rmsnorm";
             else if (c.only_op && strcmp(c.only_op, sh.op)) continue;

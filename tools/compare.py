@@ -10,8 +10,15 @@ package is reported and skipped. Nothing here is needed to build or test clnorm.
 
   tools/compare.py --clnorm build/tools/clnorm --device nvidia --torch-device cuda --torch-compile
   tools/compare.py --clnorm build/tools/clnorm --device pocl --quick --numpy --scalar
+
+--op attention runs `clnorm bench --op attention` and PyTorch's
+scaled_dot_product_attention on its grid instead (tools/compare_attention.py):
+
+  tools/compare.py --op attention --clnorm build/tools/clnorm --device nvidia --torch-device cuda
 """
 import argparse, json, os, signal, subprocess, sys, time
+
+import compare_attention
 
 GRID = [("softmax", 4096, 128, 1), ("softmax", 16384, 1024, 0), ("softmax", 4096, 4096, 1),
         ("softmax", 1024, 32768, 0), ("softmax", 64, 128256, 1), ("softmax", 8, 262144, 1),
@@ -139,7 +146,14 @@ def main():
     ap.add_argument("--torch-device", choices=["cuda", "cpu", "none"], default="none")
     ap.add_argument("--torch-compile", action="store_true",
                     help="also PyTorch through torch.compile (default mode), on --torch-device")
-    ap.add_argument("--dtype", default="f32", help="f32, f16, bf16 or a comma list")
+    ap.add_argument("--op", choices=["norm", "attention"], default="norm",
+                    help="norm: softmax and RMSNorm (default); attention: decode attention against SDPA")
+    ap.add_argument("--dtype", help="f32, f16, bf16 or a comma list (default f32; f32,bf16 for attention)")
+    ap.add_argument("--batch-size", help="attention: batch sizes, a comma list (clnorm bench's default grid)")
+    ap.add_argument("--kv-len", help="attention: KV lengths, a comma list, 1k = 1024")
+    ap.add_argument("--q-len", type=int, help="attention: queries per head (default 1)")
+    ap.add_argument("--prefill", action="store_true", help="attention: as many queries as keys")
+    ap.add_argument("--layout", default="bhtd", help="attention: bhtd, bthd or all")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--numpy", action="store_true")
     ap.add_argument("--scalar", action="store_true", help="also the scalar C loop and memcpy")
@@ -148,18 +162,24 @@ def main():
                     help="calls timed back to back per repeat, the same for every implementation")
     ap.add_argument("--out", default="compare", help="prefix of the .md, .json and .png written")
     a = ap.parse_args()
-    dtypes = a.dtype.split(",")
+    dtypes = (a.dtype or ("f32,bf16" if a.op == "attention" else "f32")).split(",")
     rep = a.repeats or (20 if a.torch_device == "cuda" else 5)
     impls, copy, notes, versions = {}, {}, {}, []
     env = dict(os.environ, RUSTICL_ENABLE=os.environ.get("RUSTICL_ENABLE", "llvmpipe"))
     signal.signal(signal.SIGTERM, on_sigterm)
     interrupted = False
     try:
-        measure(a, dtypes, rep, env, impls, copy, notes, versions)
+        if a.op == "attention":
+            compare_attention.measure(a, dtypes, rep, env, run_clnorm, impls, copy, notes, versions)
+        else:
+            measure(a, dtypes, rep, env, impls, copy, notes, versions)
     except Interrupted:
         print("interrupted: the table holds what was measured before", file=sys.stderr)
         interrupted = True
-    write_outputs(a, impls, copy, notes, versions, interrupted)
+    if a.op == "attention":
+        compare_attention.write_outputs(a, impls, copy, notes, versions, interrupted, json)
+    else:
+        write_outputs(a, impls, copy, notes, versions, interrupted)
 
 
 def measure(a, dtypes, rep, env, impls, copy, notes, versions):

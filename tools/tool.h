@@ -16,6 +16,8 @@ int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+/* `clnorm bench --op attention` (bench_attention.c): cmd_bench passes its arguments on. */
+int cmd_bench_attention(int argc, char **argv);
 
 /* host_dtype.c: float <-> storage conversions, round to nearest even. */
 uint16_t tool_f32_to_f16(float f);
@@ -45,6 +47,12 @@ double tool_median(double *v, size_t n);
 /* On a PoCL device, one line saying whether PoCL's worker threads are pinned (static
    storage); NULL on other devices. */
 const char *tool_pocl_note(cl_command_queue q);
+/* bench_util.c: seconds from the end of marker to the end of done, on the device's
+   clock (0 where the driver reports no profiling times). */
+double tool_event_seconds(cl_event marker, cl_event done);
+/* The device's clEnqueueCopyBuffer bandwidth at `bytes`, read plus written, median of
+   reps after a warm-up; 0 where the buffers cannot be made. */
+double tool_copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps);
 /* "CPU", "GPU", "GPU|DEFAULT", ... */
 const char *tool_type_name(cl_device_type t, char *buf, size_t len);
 

@@ -1,0 +1,126 @@
+/* The coop variant: softmax of split rows in one launch. Several work-groups share a
+   row; each holds its slice in registers (CLN_COOP_ELEMS elements per work-item),
+   publishes the slice's (m, l), waits until every slice of its row has published,
+   merges them all and writes its slice from the registers. The row is read from
+   memory once, against twice in the two-launch split (docs/DESIGN.md, 'One-launch
+   split rows').
+
+   Waiting inside a kernel is safe only if every group waited for runs or will run.
+   Groups therefore take their slice from a ticket in the order they start, not from
+   their group id: a running group waits only for its row's other slices, whose
+   tickets were taken before it or will be taken by the next groups to start, and the
+   plan keeps a row's slices within the compute units, so a row's groups always fit
+   on the device together. The plan takes this variant only on devices whose running
+   groups are known to progress side by side (NVIDIA).
+
+   Each call counts in words of its own, zero when it starts (src/scratch.c hands out
+   fresh ones): sync[0] hands out tickets, sync[1 + r] counts the slices of row r that
+   have published. Plain atomic increments on them cost one trip to the memory's
+   atomic unit each, where a compare-and-swap loop over words shared by all calls
+   would serialise the groups. */
+/* CLN_COOP_ELEMS comes from the host's plan (src/plan.h), which sizes slices by it. */
+#ifndef CLN_COOP_ELEMS
+#define CLN_COOP_ELEMS 32
+#endif
+#define CLN_COOP_CHUNKS (CLN_COOP_ELEMS / CLN_VEC)
+
+/* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
+#if CLN_VEC > 1
+typedef cln_fv cln_coop_t;
+#define CLN_COOP_LOAD(p, k) CLN_LOADV(p, k)
+#define CLN_COOP_STORE(p, k, v) CLN_STOREV(p, k, v)
+#define CLN_COOP_HMAX cln_hmax
+#define CLN_COOP_HSUM cln_hsum
+#define CLN_COOP_W cln_wv
+#else
+typedef float cln_coop_t;
+#define CLN_COOP_LOAD(p, k) CLN_LOAD(p, k)
+#define CLN_COOP_STORE(p, k, v) CLN_STORE(p, k, v)
+#define CLN_COOP_HMAX(v) (v)
+#define CLN_COOP_HSUM(v) (v)
+#define CLN_COOP_W cln_w
+#endif
+
+#if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
+
+__kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
+                                  __global cln_t *y, ulong yoff, ulong yld, ulong cols,
+                                  ulong slices, ulong slice_len, __global float *part,
+                                  __global uint *sync, uint base, __local float *scratch)
+{
+    const uint lid = get_local_id(0), team = get_local_size(0), lane = lid;
+    volatile __global uint *w = (volatile __global uint *)(sync + base);
+    __local uint ticket;
+    if (lid == 0) ticket = atomic_inc(w);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong g = ticket, row = g / slices, s = g % slices;
+    const ulong c0 = s * slice_len;
+    const ulong n = (c0 + slice_len < cols ? c0 + slice_len : cols) - c0, nc = n / CLN_VEC;
+    __global const cln_t *xs = x + xoff + row * xld + c0;
+    __global cln_t *ys = y + yoff + row * yld + c0;
+
+    /* The slice: chunk i * team + lane in v[i], and one of its last n % CLN_VEC
+       elements in t. The plan aligns every row start and slice to the vector. */
+    cln_coop_t v[CLN_COOP_CHUNKS];
+    float m = -INFINITY, l = 0.0f, t = -INFINITY;
+#pragma unroll
+    for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
+        const ulong k = (ulong)i * team + lane;
+        v[i] = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
+        m = fmax(m, CLN_COOP_HMAX(v[i]));
+    }
+    const ulong tc = nc * CLN_VEC + lane;
+    if (tc < n) t = CLN_LOAD(xs, tc);
+    m = fmax(m, t);
+
+    /* Weights under this work-item's own maximum, kept in place: one exp per element. */
+    const float m_own = m;
+    if (isfinite(m)) {
+#pragma unroll
+        for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
+            v[i] = CLN_EXP(v[i] - m);
+            l += CLN_COOP_HSUM(v[i]);
+        }
+        t = CLN_EXP(t - m);
+    } else {
+#pragma unroll
+        for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
+            v[i] = CLN_COOP_W(v[i], m);
+            l += CLN_COOP_HSUM(v[i]);
+        }
+        t = cln_w(t, m);
+    }
+    l += t;
+    cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
+
+    /* Publish the slice's pair, then wait for the row's other slices. */
+    if (lid == 0) {
+        /* Volatile accesses go past this compute unit's cache, where another group's
+           pair would not be seen. */
+        ((volatile __global float2 *)part)[2 * g] = (float2)(m, l);
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        atomic_inc(w + 1 + row);
+        while (w[1 + row] != (uint)slices)
+            ;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+    /* Every group of the row merges the same partials in the same order, so all
+       write with one (m, l). */
+    float rm = -INFINITY, rl = 0.0f;
+    for (ulong i = lid; i < slices; i += team) {
+        const float2 p = ((volatile __global float2 *)part)[2 * (row * slices + i)];
+        cln_merge(&rm, &rl, p.x, p.y);
+    }
+    cln_pair(&rm, &rl, scratch, scratch + team, lid, lid, team);
+
+    const float sc = cln_inv_sum(rl) * cln_w(m_own, rm);
+#pragma unroll
+    for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
+        const ulong k = (ulong)i * team + lane;
+        if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sc);
+    }
+    if (tc < n) CLN_STORE(ys, tc, t * sc);
+}
+#endif

@@ -1,0 +1,125 @@
+/* coop_softmax: the one-launch split (coop variant) of softmax, forced and automatic,
+   on random and special rows of every dtype, against the float64 reference. Where the
+   device cannot take it (all but NVIDIA) the forced variant must run the two-launch
+   split instead, and the same values are checked. */
+#include "clnorm_advanced.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs one softmax call with the settings in force; returns the variant that ran,
+   or -1 where the call failed its check. */
+static int run_softmax(top op, clnorm_dtype dt, size_t rows, size_t cols, const float *x,
+                       size_t xoff, size_t yld)
+{
+    op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.dt = dt;
+    a.rows = rows;
+    a.cols = cols;
+    a.x = x;
+    a.xoff = xoff;
+    a.yoff = xoff;
+    a.xld = yld;
+    a.yld = yld;
+    clnorm_plan_info pl;
+    if (check_op(&a, CLNORM_SUCCESS) != CLNORM_SUCCESS) return -1;
+    if (!CHECK(clnorm_last_plan(&pl), "softmax %zux%zu: no plan recorded", rows, cols)) return -1;
+    return pl.variant;
+}
+
+/* Special rows: all -inf; -inf in every slice but one; a NaN in the last slice; +inf
+   in the first and the last slice; one finite maximum in the middle of -inf. */
+static void special_rows(float *x, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++) {
+        float *row = x + r * cols;
+        switch (r % 5) {
+        case 0:
+            for (size_t c = 0; c < cols; c++) row[c] = -INFINITY;
+            break;
+        case 1:
+            for (size_t c = 0; c < cols; c++) row[c] = c < cols - cols / 7 ? -INFINITY : row[c];
+            break;
+        case 2: row[cols - 1] = NAN; break;
+        case 3:
+            row[0] = INFINITY;
+            row[cols - 1] = INFINITY;
+            break;
+        case 4:
+            for (size_t c = 0; c < cols; c++) row[c] = -INFINITY;
+            row[cols / 2] = 3.0f;
+            break;
+        }
+    }
+}
+
+void test_coop_softmax(void)
+{
+    clnorm_device_info info;
+    if (!CHECK_ST(clnorm_device_describe(T.dev, 0, &info), CLNORM_SUCCESS)) return;
+    /* Only NVIDIA devices take the coop form; everywhere else a forced coop runs the
+       two-launch split. */
+    const int nv = strstr(info.platform_name, "NVIDIA") != NULL;
+    const clnorm_variant want = nv ? CLNORM_VARIANT_COOP : CLNORM_VARIANT_SPLIT;
+    static const clnorm_dtype dts[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
+    /* Columns: one short row, primes, a power of two plus one; slices forced from 1 to
+       7 so that slices end inside vectors and rows hold several. */
+    static const size_t cols_list[] = {1, 997, 4104, 32776, 100003};
+    static const size_t rows_list[] = {1, 3, 5};
+    size_t runs = 0, as_want = 0;
+    for (size_t c = 0; c < COUNT_OF(cols_list); c++)
+        for (size_t ri = 0; ri < COUNT_OF(rows_list); ri++)
+            for (size_t d = 0; d < COUNT_OF(dts); d++) {
+                const size_t cols = cols_list[c], rows = rows_list[ri];
+                const size_t slices = 1 + (c + ri + d) % 7;
+                float *x = malloc(rows * cols * sizeof *x);
+                if (!CHECK(x != NULL, "out of memory")) return;
+                gen_rows(&R, x, rows, cols);
+                const int special = (c + d) % 2 && cols > 7;
+                if (special) special_rows(x, rows, cols);
+                t_env_restore();
+                plan_set("coop", 0, 0, slices);
+                const top op = (c + ri + d) % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS;
+                /* Packed rows start at whole vectors (of at most 8 elements) where
+                   there is one row or cols is a multiple of 8; others split. */
+                const clnorm_variant here =
+                    rows == 1 || cols % 8 == 0 ? want : CLNORM_VARIANT_SPLIT;
+                int v = run_softmax(op, dts[d], rows, cols, x, 0, 0);
+                runs++;
+                as_want += v == (int)want;
+                CHECK(v < 0 || v == (int)here,
+                      "%s %s %zux%zu%s, coop forced with %zu slices: ran %s, expected %s",
+                      op_name(op), dt_name(dts[d]), rows, cols, special ? " (special rows)" : "",
+                      slices, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
+                      clnorm_variant_name(here));
+                /* Rows that do not start at a whole vector: the two-launch split. */
+                if (rows > 1 && cols > 7) {
+                    v = run_softmax(op, dts[d], rows, cols, x, 1, cols + 3);
+                    CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT,
+                          "%s %s %zux%zu at offset 1, ld %zu: ran %s, expected split",
+                          op_name(op), dt_name(dts[d]), rows, cols, cols + 3,
+                          v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+                }
+                free(x);
+            }
+    t_env_restore();
+    NOTE("%zu forced calls, %zu ran %s", runs, as_want, clnorm_variant_name(want));
+    CHECK(as_want > runs / 3, "the forced coop form ran %s in %zu of %zu calls",
+          clnorm_variant_name(want), as_want, runs);
+
+    /* The plan's own choice on a vocabulary-sized row: coop on NVIDIA, and the same
+       values whatever ran. */
+    const size_t rows = 4, cols = 128256;
+    float *x = malloc(rows * cols * sizeof *x);
+    if (!CHECK(x != NULL, "out of memory")) return;
+    gen_rows(&R, x, rows, cols);
+    int v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, rows, cols, x, 0, 0);
+    if (nv)
+        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 %zux%zu: the plan ran %s, "
+              "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    free(x);
+}
