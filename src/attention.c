@@ -133,7 +133,7 @@ static clnorm_status cln_att_enqueue(cl_command_queue q, cl_context ctx,
     int serial = 0, in_order = 1;
     if (cln_serial_wanted(prof)) {
         serial = 1;
-        cln_serial_begin(ctx, &dep);
+        cln_serial_begin(CLN_SERIAL_ALL, ctx, &dep);
         if (dep) {
             waits = malloc((num_wait + 1) * sizeof *waits);
             if (!waits) {
@@ -188,7 +188,7 @@ static clnorm_status cln_att_enqueue(cl_command_queue q, cl_context ctx,
         }
     }
 fail:
-    if (serial) cln_serial_end(q, last);
+    if (serial) cln_serial_end(CLN_SERIAL_ALL, q, last);
     if (dep) clReleaseEvent(dep);
     free(waits);
     if (prev) clReleaseEvent(prev);
