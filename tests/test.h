@@ -68,6 +68,9 @@
     TEST_CASE(attention_merge, device)                      \
     TEST_CASE(attention_bad_input, device)                  \
     TEST_CASE(attention_events, device)                     \
+    TEST_CASE(release_race, device)                         \
+    TEST_CASE(fast_path_fallback, device)                   \
+    TEST_CASE(probe_checks, device)                         \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
