@@ -71,6 +71,7 @@
     TEST_CASE(release_race, device)                         \
     TEST_CASE(fast_path_fallback, device)                   \
     TEST_CASE(probe_checks, device)                         \
+    TEST_CASE(fast_path_fallback_entries, device)           \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
