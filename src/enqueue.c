@@ -97,10 +97,11 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
     cl_int err;
     int serial = 0;
     clnorm_status st = CLNORM_SUCCESS;
-    if (cln_serial_wanted(prof)) {
+    const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
+    if (chain == CLN_SERIAL_ALL || pl->variant == CLN_VAR_COOP) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
-        cln_serial_begin(ctx, &dep);
+        cln_serial_begin(chain, ctx, &dep);
         if (dep) {
             waits = malloc((num_wait + 1) * sizeof *waits);
             if (!waits) {
@@ -176,7 +177,7 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
         }
     }
 fail:
-    if (serial) cln_serial_end(q, last);
+    if (serial) cln_serial_end(chain, q, last);
     if (dep) clReleaseEvent(dep);
     free(waits);
     if (prev) clReleaseEvent(prev);

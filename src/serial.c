@@ -1,4 +1,5 @@
-/* One clnorm kernel at a time per process, on PoCL. Its CPU driver keeps a loaded
+/* Operations one at a time per process: every one on PoCL, and the coop variant's
+   calls among themselves (serial.h). On PoCL, its CPU driver keeps a loaded
    binary per (kernel, local size, grid width) but, when a launch ends, drops the use
    count of the first binary matching (kernel, local size) only. Two launches of one
    kernel in flight with different grid widths (two queues, two threads) then drop the
@@ -14,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t cln_serial_lock = PTHREAD_MUTEX_INITIALIZER;
-static cl_event cln_serial_last; /* the last operation's final event, retained */
+/* Per chain: its lock, and its last operation's final event, retained. */
+static pthread_mutex_t cln_serial_locks[CLN_SERIAL_CHAINS] = {PTHREAD_MUTEX_INITIALIZER,
+                                                              PTHREAD_MUTEX_INITIALIZER};
+static cl_event cln_serial_lasts[CLN_SERIAL_CHAINS];
 
 int cln_serial_wanted(const cln_profile *p)
 {
@@ -23,47 +26,50 @@ int cln_serial_wanted(const cln_profile *p)
     return forced >= 0 ? forced : p->pocl_major > 0;
 }
 
-void cln_serial_begin(cl_context ctx, cl_event *dep)
+void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_event *dep)
 {
     *dep = NULL;
-    pthread_mutex_lock(&cln_serial_lock);
-    if (!cln_serial_last) return;
+    pthread_mutex_lock(&cln_serial_locks[c]);
+    cl_event last = cln_serial_lasts[c];
+    if (!last) return;
     cl_int status = CL_COMPLETE;
-    clGetEventInfo(cln_serial_last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+    clGetEventInfo(last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
                    NULL);
     if (status <= CL_COMPLETE) return; /* complete, or failed: nothing to wait for */
     cl_context ectx = NULL;
-    clGetEventInfo(cln_serial_last, CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
+    clGetEventInfo(last, CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
     if (ectx == ctx) {
-        clRetainEvent(cln_serial_last);
-        *dep = cln_serial_last;
+        clRetainEvent(last);
+        *dep = last;
     } else {
         /* Another context's event cannot join a wait list; its queue was flushed. */
-        clWaitForEvents(1, &cln_serial_last);
+        clWaitForEvents(1, &last);
     }
 }
 
-void cln_serial_end(cl_command_queue q, cl_event done)
+void cln_serial_end(cln_serial_chain c, cl_command_queue q, cl_event done)
 {
     if (done) {
         clRetainEvent(done);
-        if (cln_serial_last) clReleaseEvent(cln_serial_last);
-        cln_serial_last = done;
+        if (cln_serial_lasts[c]) clReleaseEvent(cln_serial_lasts[c]);
+        cln_serial_lasts[c] = done;
         /* The next operation may wait for this one from another queue: submit it. */
         clFlush(q);
     }
-    pthread_mutex_unlock(&cln_serial_lock);
+    pthread_mutex_unlock(&cln_serial_locks[c]);
 }
 
 void cln_serial_forget(cl_context ctx)
 {
-    pthread_mutex_lock(&cln_serial_lock);
-    cl_context ectx = NULL;
-    if (cln_serial_last)
-        clGetEventInfo(cln_serial_last, CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
-    if (cln_serial_last && (!ctx || ectx == ctx)) {
-        clReleaseEvent(cln_serial_last);
-        cln_serial_last = NULL;
+    for (int c = 0; c < CLN_SERIAL_CHAINS; c++) {
+        pthread_mutex_lock(&cln_serial_locks[c]);
+        cl_context ectx = NULL;
+        if (cln_serial_lasts[c])
+            clGetEventInfo(cln_serial_lasts[c], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
+        if (cln_serial_lasts[c] && (!ctx || ectx == ctx)) {
+            clReleaseEvent(cln_serial_lasts[c]);
+            cln_serial_lasts[c] = NULL;
+        }
+        pthread_mutex_unlock(&cln_serial_locks[c]);
     }
-    pthread_mutex_unlock(&cln_serial_lock);
 }

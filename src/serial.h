@@ -5,13 +5,20 @@
 
 #include "types.h"
 
+/* The chains of operations that run one at a time: every operation on PoCL, and the
+   coop variant's calls, whose groups wait for one another: two such calls running at
+   once on two queues could fill the device with groups waiting for groups that cannot
+   start (cl/coop.cl). */
+typedef enum cln_serial_chain { CLN_SERIAL_ALL = 0, CLN_SERIAL_COOP = 1 } cln_serial_chain;
+#define CLN_SERIAL_CHAINS 2
+
 /* Whether operations on p must run one at a time (PoCL, or CLNORM_SERIAL=1). */
 CLN_HIDDEN int cln_serial_wanted(const cln_profile *p);
-/* Locks and gives the event the operation waits for (NULL, or retained). */
-CLN_HIDDEN void cln_serial_begin(cl_context ctx, cl_event *dep);
-/* Records done (the operation's final event), flushes q and unlocks. */
-CLN_HIDDEN void cln_serial_end(cl_command_queue q, cl_event done);
-/* Drops the record of ctx's operations (NULL: any). */
+/* Locks chain c and gives the event the operation waits for (NULL, or retained). */
+CLN_HIDDEN void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_event *dep);
+/* Records done (the operation's final event) on c, flushes q and unlocks c. */
+CLN_HIDDEN void cln_serial_end(cln_serial_chain c, cl_command_queue q, cl_event done);
+/* Drops the record of ctx's operations (NULL: any) on every chain. */
 CLN_HIDDEN void cln_serial_forget(cl_context ctx);
 
 #endif

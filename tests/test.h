@@ -50,6 +50,7 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(softmax_check, device)                        \
     TEST_CASE(sharded_values, device)                       \
     TEST_CASE(sharded_special, device)                      \
     TEST_CASE(sharded_bad_input, device)                    \
@@ -58,6 +59,7 @@
     TEST_CASE(stats_merge_rows, device)                     \
     TEST_CASE(given_events, device)                         \
     TEST_CASE(coop_softmax, device)                         \
+    TEST_CASE(coop_threads, device)                         \
     TEST_CASE(attention_values, device)                     \
     TEST_CASE(attention_views, device)                      \
     TEST_CASE(attention_long, device)                       \
@@ -66,6 +68,10 @@
     TEST_CASE(attention_merge, device)                      \
     TEST_CASE(attention_bad_input, device)                  \
     TEST_CASE(attention_events, device)                     \
+    TEST_CASE(release_race, device)                         \
+    TEST_CASE(fast_path_fallback, device)                   \
+    TEST_CASE(probe_checks, device)                         \
+    TEST_CASE(fast_path_fallback_entries, device)           \
     TEST_CASE(emulated_limits, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \

@@ -6,6 +6,8 @@
 #include "test.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,4 +124,70 @@ void test_coop_softmax(void)
         CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 %zux%zu: the plan ran %s, "
               "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     free(x);
+}
+
+/* Coop calls from several threads on queues of their own at once: they run one at a
+   time (src/serial.c), so none waits forever for groups of another, and each gives
+   the same values. */
+typedef struct coop_job {
+    cl_command_queue q;
+    cl_mem x, y;
+    size_t rows, cols;
+    clnorm_status st;
+    float *got;
+} coop_job;
+
+static void *coop_worker(void *arg)
+{
+    coop_job *j = arg;
+    clnorm_matrix vx = {j->x, 0, 0}, vy = {j->y, 0, 0};
+    for (int i = 0; i < 4 && !j->st; i++)
+        j->st = clnorm_softmax(j->q, CLNORM_F32, j->rows, j->cols, vx, vy, CLNORM_SOFTMAX_AUTO,
+                               0, NULL, NULL);
+    if (!j->st && clFinish(j->q) != CL_SUCCESS) j->st = CLNORM_OPENCL_ERROR;
+    if (!j->st && !t_read(j->q, j->y, j->rows * j->cols * sizeof(float), j->got))
+        j->st = CLNORM_OPENCL_ERROR;
+    return NULL;
+}
+
+void test_coop_threads(void)
+{
+    enum { THREADS = 6 };
+    const size_t rows = 2, cols = 262144, n = rows * cols;
+    float *x = malloc(n * sizeof *x);
+    double *want = malloc(n * sizeof *want);
+    coop_job jobs[THREADS];
+    pthread_t tid[THREADS];
+    memset(jobs, 0, sizeof jobs);
+    if (!CHECK(x && want, "out of memory")) goto done;
+    gen_rows(&R, x, rows, cols);
+    ref_softmax(x, rows, cols, want);
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i].q = t_new_queue(T.ctx, T.dev, 0);
+        jobs[i].x = t_buffer(T.ctx, n * sizeof(float), x);
+        jobs[i].y = t_buffer(T.ctx, n * sizeof(float), NULL);
+        jobs[i].got = malloc(n * sizeof(float));
+        jobs[i].rows = rows;
+        jobs[i].cols = cols;
+        if (!CHECK(jobs[i].q && jobs[i].x && jobs[i].y && jobs[i].got, "thread %d: setup", i))
+            goto done;
+    }
+    for (int i = 0; i < THREADS; i++) pthread_create(&tid[i], NULL, coop_worker, &jobs[i]);
+    for (int i = 0; i < THREADS; i++) pthread_join(tid[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "thread %d: softmax f32 %zux%zu", i, rows, cols);
+        if (CHECK_ST(jobs[i].st, CLNORM_SUCCESS))
+            COMPARE(label, jobs[i].got, want, rows, cols, tol_rel(CLNORM_F32, cols),
+                    tol_abs(CLNORM_F32));
+    }
+done:
+    for (int i = 0; i < THREADS; i++) {
+        if (jobs[i].q) clReleaseCommandQueue(jobs[i].q);
+        if (jobs[i].x) clReleaseMemObject(jobs[i].x);
+        if (jobs[i].y) clReleaseMemObject(jobs[i].y);
+        free(jobs[i].got);
+    }
+    free(x);
+    free(want);
 }
