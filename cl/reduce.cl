@@ -16,6 +16,11 @@
 #if CLN_PATH == 1
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
 #endif
+/* For testing only: the fallback from a fast path whose program does not build
+   (CLNORM_TEST_FAULTS=break-fast-path, src/faults.h). */
+#if defined(CLN_BREAK_FAST_PATH) && CLN_PATH != 0
+#error "CLN_BREAK_FAST_PATH: this fast path's program is broken on purpose"
+#endif
 
 /* The exponential the weights take. In 16-bit storage it is exp2 of the difference
    scaled by log2(e): the scaling's rounding costs at most 6e-6 relative (at the

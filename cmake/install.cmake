@@ -71,3 +71,48 @@ install(CODE "
 " COMPONENT development)
 install(FILES ${PROJECT_BINARY_DIR}/clnorm.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+
+# clnorm_mpi, where it is built: its libraries in an export set of their own
+# (clnormMpiTargets.cmake, which clnormConfig.cmake loads only once MPI is found), its
+# header, and clnorm-mpi.pc.
+if(TARGET clnorm_mpi)
+  install(TARGETS clnorm_mpi EXPORT clnormMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+            NAMELINK_COMPONENT development
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
+  install(TARGETS clnorm_mpi_static EXPORT clnormMpiTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
+  install(FILES ${PROJECT_SOURCE_DIR}/include/clnorm_mpi.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+  install(EXPORT clnormMpiTargets NAMESPACE clnorm:: DESTINATION ${CLNORM_CMAKE_DIR}
+          COMPONENT development)
+  # MPI has no pkg-config name common to its implementations, so its flags are
+  # written out as find_package(MPI) found them; the header includes <mpi.h>.
+  set(CLNORM_PC_MPI_CFLAGS "")
+  foreach(_dir IN LISTS MPI_C_INCLUDE_DIRS)
+    string(APPEND CLNORM_PC_MPI_CFLAGS " -I${_dir}")
+  endforeach()
+  foreach(_opt IN LISTS MPI_C_COMPILE_OPTIONS)
+    string(APPEND CLNORM_PC_MPI_CFLAGS " ${_opt}")
+  endforeach()
+  foreach(_def IN LISTS MPI_C_COMPILE_DEFINITIONS)
+    string(APPEND CLNORM_PC_MPI_CFLAGS " -D${_def}")
+  endforeach()
+  set(CLNORM_PC_MPI_LIBS "")
+  foreach(_flag IN LISTS MPI_C_LINK_FLAGS)
+    string(APPEND CLNORM_PC_MPI_LIBS " ${_flag}")
+  endforeach()
+  foreach(_lib IN LISTS MPI_C_LIBRARIES)
+    string(APPEND CLNORM_PC_MPI_LIBS " ${_lib}")
+  endforeach()
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/clnorm-mpi.pc.in
+                 ${PROJECT_BINARY_DIR}/clnorm-mpi.pc.in2 @ONLY)
+  install(CODE "
+    file(READ \"${PROJECT_BINARY_DIR}/clnorm-mpi.pc.in2\" _pc)
+    string(REPLACE \"%PREFIX%\" \"\${CMAKE_INSTALL_PREFIX}\" _pc \"\${_pc}\")
+    file(WRITE \"${PROJECT_BINARY_DIR}/clnorm-mpi.pc\" \"\${_pc}\")
+  " COMPONENT development)
+  install(FILES ${PROJECT_BINARY_DIR}/clnorm-mpi.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+endif()

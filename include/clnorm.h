@@ -15,8 +15,9 @@
  *   event; clnorm_last_error() then says what was wrong. Where OpenCL fails part-way
  *   through an operation, the call returns the error and the outputs are unspecified.
  * - Threads: every function may be called from any number of threads at once, except
- *   that clnorm_release_cache() and clnorm_session_destroy() must not race with calls
- *   that use what they release.
+ *   that clnorm_session_destroy() must not race with calls that use its session.
+ *   clnorm_release_cache() may run at any time: calls in flight finish on what they
+ *   hold.
  * - Sizes, offsets and leading dimensions are counted in elements of the dtype.
  */
 #ifndef CLNORM_H
@@ -402,8 +403,10 @@ CLNORM_API clnorm_status clnorm_warmup(cl_command_queue queue);
  *  Drop cached programs and kernels of one context (NULL: of all contexts), the
  *  pooled scratch buffers, and the cache's reference to that context. Programs
  *  whose first run has completed and that wait for the disk cache are stored
- *  first. Must not race with calls
- *  using that context (with NULL: with any call). */
+ *  first. May be called from any thread at any time, also while other threads run
+ *  operations on that context: calls in flight finish on the programs, kernels and
+ *  buffers they hold, which are freed when the last of them is done; later calls
+ *  build or load what they need again. */
 CLNORM_API void clnorm_release_cache(cl_context context);
 
 #ifdef __cplusplus

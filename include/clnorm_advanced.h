@@ -322,6 +322,24 @@ typedef struct clnorm_cache_file {
 CLNORM_API clnorm_cache_file_status clnorm_cache_inspect(const char *name, int check_devices,
                                                          clnorm_cache_file *out);
 
+/* ---- Layers built on clnorm ------------------------------------------------------
+   For libraries that call clnorm on behalf of their own callers (clnorm_mpi): check
+   a request before committing to it, and report their own refusals through
+   clnorm_last_error(). */
+
+/* Checks the arguments of a clnorm_softmax call (queue, dtype, cols, the x and y
+   views against their buffers, and their overlap) exactly as clnorm_softmax does,
+   without enqueuing or writing anything. The algorithm and wait list are not
+   arguments here. rows == 0 passes where the rest does. Returns the status
+   clnorm_softmax would refuse with, and sets clnorm_last_error() as it would. */
+CLNORM_API clnorm_status clnorm_softmax_check(cl_command_queue queue, clnorm_dtype dtype,
+                                              size_t rows, size_t cols, clnorm_matrix x,
+                                              clnorm_matrix y);
+
+/* Records message (NULL: "") as this thread's clnorm_last_error() and returns status
+   unchanged; a message longer than the library keeps is truncated. */
+CLNORM_API clnorm_status clnorm_set_last_error(clnorm_status status, const char *message);
+
 #ifdef __cplusplus
 }
 #endif

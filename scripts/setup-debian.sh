@@ -1,11 +1,12 @@
 #!/bin/sh
 # Installs what clnorm needs to build and test on Debian 12 (or Ubuntu): a C
-# compiler, CMake, pkg-config, the Khronos headers and ICD loader, and the OpenCL
-# drivers the suite runs on (PoCL for the CPU, Mesa Rusticl on llvmpipe), then the
-# Python test requirements. Run as root, or with sudo available. Safe to run again.
+# compiler, CMake, pkg-config, the Khronos headers and ICD loader, Open MPI (for
+# clnorm_mpi and its tests), the OpenCL drivers the suite runs on (PoCL for the CPU,
+# Mesa Rusticl on llvmpipe), then the Python test requirements. Run as root, or
+# with sudo available. Safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
-pkgs="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers clinfo pocl-opencl-icd mesa-opencl-icd"
+pkgs="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers clinfo pocl-opencl-icd mesa-opencl-icd libopenmpi-dev openmpi-bin"
 [ "${CLNORM_SETUP_EXTRA:-}" ] && pkgs="$pkgs $CLNORM_SETUP_EXTRA"
 missing=""
 for p in $pkgs; do

@@ -240,11 +240,12 @@ static clnorm_status cln_att_check_desc(const clnorm_attention_desc *d)
 
 /* Leases the stages' kernels for plan pl, re-planning once under a compiled kernel's
    lower work-group limit. */
-static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev, const cln_profile *prof,
-                                     cln_limits *lim, clnorm_dtype dtype, const cln_att_shape *sh,
+static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev,
+                                     const cln_profile **profp, cln_limits *lim, clnorm_dtype dtype, const cln_att_shape *sh,
                                      cln_att_plan *pl, cln_kernel_lease lease[2])
 {
     char why[512] = "";
+    const cln_profile *prof = *profp;
     const int one = cln_programs_one(prof);
     for (int attempt = 0; attempt < 2; attempt++) {
         clnorm_status st = cln_att_plan_make(prof, lim, sh, pl, why, sizeof why);
@@ -258,6 +259,15 @@ static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev, const cln
             st = cln_kernel_acquire(ctx, dev, prof, dtype, pl->path, kids[j], one, &lease[j]);
             if (st) {
                 for (int i = 0; i < j; i++) cln_kernel_return(&lease[i]);
+                /* A fast path that does not build is dropped, as the rows operations
+                   drop it (ops.c), and the call planned again without it. */
+                const cln_profile *now = st == CLNORM_BUILD_FAILED && pl->path != CLN_PATH_LOCAL
+                                             ? cln_profile_drop_path(dev, pl->path) : NULL;
+                if (now && now != prof) {
+                    *profp = prof = now;
+                    attempt--;
+                    goto next;
+                }
                 return st;
             }
             if (lease[j].max_wg && lease[j].max_wg < kmax) kmax = lease[j].max_wg;
@@ -265,6 +275,7 @@ static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev, const cln
         if (pl->wg <= kmax && pl->reduce_wg <= kmax) return CLNORM_SUCCESS;
         for (int j = 0; j < n; j++) cln_kernel_return(&lease[j]);
         lim->max_wg = kmax;
+    next:;
     }
     return cln_fail(CLNORM_UNSUPPORTED, "attention on \"%s\": the compiled kernel allows only "
                     "%zu work-items", prof->device_name, lim->max_wg);
@@ -329,7 +340,7 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
                 cln_att_vec4(&v) && cln_att_vec4(&out)};
     cln_att_plan pl;
     cln_kernel_lease lease[2] = {{0}, {0}};
-    if ((st = cln_att_prepare(ctx, dev, prof, &lim, dtype, &sh, &pl, lease))) return st;
+    if ((st = cln_att_prepare(ctx, dev, &prof, &lim, dtype, &sh, &pl, lease))) return st;
     cln_att_args a = {
         .q = q, .k = k, .v = v, .out = out, .lse = lse, .kv_lens = d.kv_lens, .any = out.mem,
         .flags = (d.causal ? CLN_ATT_CAUSAL : 0) | (lse ? CLN_ATT_LSE : 0) |
@@ -396,6 +407,17 @@ clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
     cln_kernel_lease lease = {0};
     st = cln_kernel_acquire(ctx, dev, prof, dtype, pl.path, CLN_K_ATTENTION_MERGE,
                             cln_programs_one(prof), &lease);
+    if (st == CLNORM_BUILD_FAILED && pl.path != CLN_PATH_LOCAL) {
+        /* A fast path that does not build is dropped (ops.c); the merge reduces
+           nothing across work-items, so it runs as well on the local path. */
+        const cln_profile *now = cln_profile_drop_path(dev, pl.path);
+        if (now && now != prof) {
+            prof = now;
+            pl.path = CLN_PATH_LOCAL;
+            st = cln_kernel_acquire(ctx, dev, prof, dtype, pl.path, CLN_K_ATTENTION_MERGE,
+                                    cln_programs_one(prof), &lease);
+        }
+    }
     if (st) return st;
     cln_limits lim = set->lim;
     if (lease.max_wg && (!lim.max_wg || lease.max_wg < lim.max_wg)) lim.max_wg = lease.max_wg;

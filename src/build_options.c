@@ -5,6 +5,7 @@
 #include "build_options.h"
 #include "config.h"
 #include "disk_cache.h"
+#include "faults.h"
 #include "kernels.h"
 #include "plan.h"
 #include "types.h"
@@ -31,14 +32,16 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     static _Thread_local struct {
         const cln_profile *p;
         int dtype, path, ok;
+        unsigned faults;
         size_t word;
         char extra[256], out[512];
     } memo;
     const cln_settings *set = cln_settings_now();
     const char *extra = set->cfg->pub.build_options;
     const size_t word = cln_word_size(p, set->lim.word);
+    const unsigned faults = cln_faults();
     if (memo.ok && memo.p == p && memo.dtype == (int)dtype && memo.path == (int)path &&
-        memo.word == word &&
+        memo.word == word && memo.faults == faults &&
         !strcmp(memo.extra, extra) && strlen(memo.out) < len) {
         memcpy(buf, memo.out, strlen(memo.out) + 1);
         return;
@@ -61,12 +64,17 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
     /* Extra options for experiments; they are part of the key like the rest. */
     size_t used = strlen(buf);
     if (*extra && used + 1 < len) snprintf(buf + used, len - used, " %s", extra);
+    /* For testing only: a fast path whose program does not build (faults.h). */
+    used = strlen(buf);
+    if ((faults & CLN_FAULT_BREAK_FAST_PATH) && path != CLN_PATH_LOCAL && used + 1 < len)
+        snprintf(buf + used, len - used, " -DCLN_BREAK_FAST_PATH");
     memo.ok = strlen(extra) < sizeof memo.extra && strlen(buf) < sizeof memo.out;
     if (memo.ok) {
         memo.p = p;
         memo.dtype = (int)dtype;
         memo.path = (int)path;
         memo.word = word;
+        memo.faults = faults;
         strcpy(memo.extra, extra);
         strcpy(memo.out, buf);
     }

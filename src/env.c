@@ -1,6 +1,8 @@
 /* The CLNORM_* environment, read into a clnorm_config: once by the library, at its
    first use, as its process configuration (config.c), and by clnorm_config_from_env
-   for any caller. Nothing else in the library reads a CLNORM_* variable. */
+   for any caller. Nothing else in the library reads a CLNORM_* variable, but the
+   testing variable CLNORM_EMULATE, which emulate.c reads when it first profiles a
+   device (it lowers the profile, not the configuration). */
 #include "clnorm_advanced.h"
 #include "status.h"
 

@@ -75,13 +75,22 @@ static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_i
     clnorm_status st = cln_settings_begin(q, &set);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
+    const cln_op asked = op;
+replan:
     *profp = prof;
+    op = asked;
     info->word = cln_word_size(prof, set->lim.word);
     info->kernel_limit = 0;
     /* The tuning table may resolve softmax AUTO in op. */
     st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),
                        cln_rows_misaligned(a, cln_build_vec(prof, dtype)), &lim, pl,
                        &info->tuned);
+    if (st == CLNORM_UNSUPPORTED && cln_profile_dropped(prof)) {
+        snprintf(why, sizeof why, "%s", clnorm_last_error());
+        return cln_fail(st, "%s (its %s path was dropped: that path's program did not "
+                        "build; CLNORM_TRACE=1 shows the build log)", why,
+                        cln_path_name((cln_path)cln_profile_dropped(prof)));
+    }
     if (st) return st;
     const int one_kernel = cln_programs_one(prof);
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -96,6 +105,14 @@ static clnorm_status cln_prepare(cl_command_queue q, cl_context ctx, cl_device_i
                                     &lease[j]);
             if (st) {
                 for (int i = 0; i < j; i++) cln_kernel_return(&lease[i]);
+                /* A fast path whose program does not build is dropped for the device
+                   and the call planned again, on the local path unless forced. */
+                const cln_profile *now = st == CLNORM_BUILD_FAILED && pl->path != CLN_PATH_LOCAL
+                                             ? cln_profile_drop_path(dev, pl->path) : NULL;
+                if (now && now != prof) {
+                    prof = now;
+                    goto replan;
+                }
                 return st;
             }
             if (lease[j].max_wg && lease[j].max_wg < kmax) kmax = lease[j].max_wg;
@@ -270,6 +287,10 @@ clnorm_status clnorm_warmup(cl_command_queue queue)
                 cln_kernel_lease lease;
                 st = cln_kernel_acquire(ctx, dev, prof, (clnorm_dtype)d, paths[i],
                                         (cln_kernel_id)k, one_kernel, &lease);
+                /* A fast path that does not build is dropped, as calls drop it. */
+                if (st == CLNORM_BUILD_FAILED && paths[i] != CLN_PATH_LOCAL &&
+                    cln_profile_drop_path(dev, paths[i]) != prof)
+                    return clnorm_warmup(queue);
                 if (st) return st;
                 cln_kernel_return(&lease);
             }

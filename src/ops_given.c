@@ -48,8 +48,18 @@ static clnorm_status cln_enqueue_given(cl_command_queue q, cl_context ctx, cl_de
             return cln_fail(st, "%s %zux%zu %s on \"%s\": %s", cln_kernel_name(kid), a->rows,
                             a->cols, cln_dtype_name(dtype), prof->device_name, why);
         if ((st = cln_kernel_acquire(ctx, dev, prof, dtype, pl.path, kid,
-                                     cln_programs_one(prof), &lease[0])))
+                                     cln_programs_one(prof), &lease[0]))) {
+            /* A fast path that does not build is dropped, as the rows operations drop
+               it (ops.c), and the call planned again without it. */
+            const cln_profile *now = st == CLNORM_BUILD_FAILED && pl.path != CLN_PATH_LOCAL
+                                         ? cln_profile_drop_path(dev, pl.path) : NULL;
+            if (now && now != prof) {
+                prof = now;
+                attempt--;
+                continue;
+            }
             return st;
+        }
         if (!lease[0].max_wg || pl.wg <= lease[0].max_wg) break;
         cln_kernel_return(&lease[0]);
         if (attempt || lim.force_wg)

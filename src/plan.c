@@ -545,5 +545,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     out->local_bytes = cln_plan_local_bytes(out->op, var, wg);
     out->path = cln_plan_driver_path(&in, wg, out->path);
     cln_kernels(out); /* step 12: the kernel of each stage */
-    return CLNORM_SUCCESS;
+    /* Step 13: the launch stays within the device and the limits, whatever the steps
+       above decided. */
+    return cln_plan_check(p, lim, out, why, why_len);
 }

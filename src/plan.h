@@ -64,6 +64,13 @@ CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *l
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,
                                        size_t why_len);
+/* The plan's launch against what p and lim allow: the work-group size (at least one
+   work-item, at most the device's and the limit's, a multiple of the team), the local
+   memory per group (at most the device's and the limit's) and the reduction path (one
+   the device has). CLNORM_UNSUPPORTED with the reason in why where pl breaks one;
+   cln_plan_make ends with it, so no plan over a limit reaches a launch. Pure. */
+CLN_HIDDEN clnorm_status cln_plan_check(const cln_profile *p, const cln_limits *lim,
+                                        const cln_plan *pl, char *why, size_t why_len);
 /* The plan of an entry point's own kernel (the table's entry kernels, plan_apply.c):
    CLN_K_SOFTMAX_APPLY, teams writing slices of rows, enough slices to fill the device
    where rows are few; or CLN_K_STATS_MERGE_ROWS, one work-item a row (cols unused).

@@ -106,5 +106,5 @@ clnorm_status cln_plan_apply(const cln_profile *p, const cln_limits *lim, cln_ke
     if (apply) cln_apply_slices(p, lim, t, rows ? rows : 1, cols ? cols : 1, out);
     out->groups = cln_div_up(rows * out->slices, out->rows_per_wg);
     out->local_bytes = 0;
-    return CLNORM_SUCCESS;
+    return cln_plan_check(p, lim, out, why, why_len); /* as every plan ends */
 }

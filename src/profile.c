@@ -1,12 +1,18 @@
 /* The profile of each device: what its queries say, and what small probe kernels
-   show it can really compile (sub-groups, NVIDIA warp shuffles). Probed once per
-   device and process; the probes' answers are kept in the disk cache. */
+   show it can really run (sub-groups, NVIDIA warp shuffles: probe.c). Probed once per
+   device and process; the probes' answers are kept in the disk cache, and so is a
+   fast path dropped later because its program did not build. */
 #include "profile.h"
+#include "config.h"
 #include "disk_cache.h"
+#include "emulate.h"
+#include "faults.h"
+#include "probe.h"
 #include "status.h"
 #include "types.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,73 +116,6 @@ fail:
     return st;
 }
 
-/* Compiles a tiny kernel to learn whether a reduction path really works here. */
-static int cln_try_compile(cl_device_id dev, const char *src, const char *opts,
-                           size_t *pref_multiple)
-{
-    cl_int err;
-    int ok = 0;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    if (err != CL_SUCCESS) return 0;
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    if (err == CL_SUCCESS && clBuildProgram(prog, 1, &dev, opts, NULL, NULL) == CL_SUCCESS) {
-        cl_kernel k = clCreateKernel(prog, "probe", &err);
-        if (err == CL_SUCCESS) {
-            ok = 1;
-            size_t m = 0;
-            if (pref_multiple &&
-                clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                                         sizeof m, &m, NULL) == CL_SUCCESS && m)
-                *pref_multiple = m;
-            clReleaseKernel(k);
-        }
-    }
-    if (prog) clReleaseProgram(prog);
-    clReleaseContext(ctx);
-    return ok;
-}
-
-static const char cln_probe_subgroup[] =
-    "#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n"
-    "__kernel void probe(__global float *p) {\n"
-    "  float v = sub_group_reduce_add(p[get_global_id(0)]);\n"
-    "  v += sub_group_reduce_max(v) + (float)get_sub_group_size() + (float)get_num_sub_groups();\n"
-    "  p[get_global_id(0)] = v + (float)get_sub_group_id() + (float)get_sub_group_local_id();\n"
-    "}\n";
-
-static const char cln_probe_nv[] =
-    "__kernel void probe(__global float *p) {\n"
-    "  float v = p[get_global_id(0)], r;\n"
-    "#ifdef CLN_NV_SYNC\n"
-    "  asm volatile(\"shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;\""
-    " : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
-    "#else\n"
-    "  asm volatile(\"shfl.bfly.b32 %0, %1, %2, 0x1f;\" : \"=f\"(r) : \"f\"(v), \"r\"(1));\n"
-    "#endif\n"
-    "  p[get_global_id(0)] = r;\n"
-    "}\n";
-
-static const char cln_probe_plain[] =
-    "__kernel void probe(__global float *p) { p[get_global_id(0)] += 1.0f; }\n";
-
-static void cln_profile_probe(cl_device_id dev, cln_profile *p)
-{
-    cln_try_compile(dev, cln_probe_plain, "", &p->pref_multiple);
-    if (p->has_subgroups) {
-        /* OpenCL C 2.0+ compilers may expose the built-ins only under -cl-std. */
-        if (cln_try_compile(dev, cln_probe_subgroup, "", NULL)) p->subgroup_std = "";
-        else if (cln_try_compile(dev, cln_probe_subgroup, "-cl-std=CL3.0", NULL))
-            p->subgroup_std = "-cl-std=CL3.0";
-        else if (cln_try_compile(dev, cln_probe_subgroup, "-cl-std=CL2.0", NULL))
-            p->subgroup_std = "-cl-std=CL2.0";
-        else p->has_subgroups = 0;
-    }
-    if (p->nv && p->warp == 32) {
-        const char *opt = p->nv_cc_major >= 7 ? "-DCLN_NV_SYNC" : "";
-        p->has_nv_shuffle = cln_try_compile(dev, cln_probe_nv, opt, NULL);
-    }
-}
-
 /* The reduction path the probes' answers allow, fastest first. */
 static void cln_set_best_path(cln_profile *p)
 {
@@ -190,15 +129,36 @@ static void cln_set_best_path(cln_profile *p)
    disk (docs/DESIGN.md, 'Disk cache'). */
 static const char *const cln_std_opts[] = {"", "-cl-std=CL3.0", "-cl-std=CL2.0"};
 
-/* The probe file's name and key for p's device. */
+/* The probe file's name and key for p's device. Faults injected for testing make
+   records of their own, which no ordinary process reads. */
 static void cln_probe_slot(const cln_profile *p, char name[96], char key[2048])
 {
-    cln_disk_name(p, "probe", NULL, name, 96);
-    cln_disk_key(p, "probe", "", 0, 0, key, 2048);
+    char faults[32] = "";
+    if (cln_faults()) snprintf(faults, sizeof faults, "faults %u", cln_faults());
+    cln_disk_name(p, "probe", faults, name, 96);
+    cln_disk_key(p, "probe", faults, 0, 0, key, 2048);
 }
 
-static int cln_probe_load(cln_profile *p)
+/* The record: "probes 2" (probes that run and check; earlier records, which only
+   compiled, are probed again), then the answers, and the fast path dropped after its
+   program failed to build (a cln_path, 0 for none). */
+#define CLN_PROBE_RECORD "probes 2 pref %u subgroups %d std %d nv %d dropped %d"
+
+/* Profiles live for the life of the process: device ids are few and stable. A
+   device's newest entry comes first; a dropped fast path adds a newer one, so that
+   a profile once handed out never changes. */
+typedef struct cln_profile_entry {
+    cl_device_id dev;
+    cln_profile prof;
+    int dropped; /* the fast path dropped since the probes, or 0 */
+    struct cln_profile_entry *next;
+} cln_profile_entry;
+static cln_profile_entry *cln_profiles;
+static pthread_mutex_t cln_profiles_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cln_probe_load(cln_profile_entry *e)
 {
+    cln_profile *p = &e->prof;
     char dir[4096], name[96], key[2048], path[4200];
     if (cln_disk_dir(dir, sizeof dir, 0) != CLN_DISK_OK) return 0;
     cln_probe_slot(p, name, key);
@@ -210,45 +170,39 @@ static int cln_probe_load(cln_profile *p)
     if (len < sizeof text) memcpy(text, data, len);
     free(data);
     unsigned pref = 0;
-    int sg = -1, std = -1, nv = -1;
-    if (sscanf(text, "pref %u subgroups %d std %d nv %d", &pref, &sg, &std, &nv) != 4 ||
-        sg < 0 || sg > 1 || std < 0 || std > 2 || nv < 0 || nv > 1 || (nv && !p->nv))
+    int sg = -1, std = -1, nv = -1, dropped = -1;
+    if (sscanf(text, CLN_PROBE_RECORD, &pref, &sg, &std, &nv, &dropped) != 5 || sg < 0 ||
+        sg > 1 || std < 0 || std > 2 || nv < 0 || nv > 1 || (nv && !p->nv) || dropped < 0 ||
+        dropped >= CLN_PATH_COUNT)
         return 0;
     if (pref) p->pref_multiple = pref;
     p->has_subgroups = sg;
     p->subgroup_std = cln_std_opts[std];
     p->has_nv_shuffle = nv;
+    e->dropped = dropped;
     return 1;
 }
 
-static void cln_probe_store(const cln_profile *p)
+static void cln_probe_store(const cln_profile_entry *e)
 {
+    const cln_profile *p = &e->prof;
     char dir[4096], name[96], key[2048], text[128];
     if (cln_disk_dir(dir, sizeof dir, 1) != CLN_DISK_OK) return;
     int std = 0;
     for (int i = 0; i < 3; i++)
         if (p->subgroup_std && !strcmp(p->subgroup_std, cln_std_opts[i])) std = i;
-    int n = snprintf(text, sizeof text, "pref %u subgroups %d std %d nv %d",
-                     (unsigned)p->pref_multiple, p->has_subgroups ? 1 : 0, std,
-                     p->has_nv_shuffle ? 1 : 0);
+    int n = snprintf(text, sizeof text, CLN_PROBE_RECORD, (unsigned)p->pref_multiple,
+                     p->has_subgroups ? 1 : 0, std, p->has_nv_shuffle ? 1 : 0, e->dropped);
     cln_probe_slot(p, name, key);
     cln_disk_write(dir, name, key, text, (size_t)n);
 }
 
-/* Profiles live for the life of the process: device ids are few and stable. */
-typedef struct cln_profile_entry {
-    cl_device_id dev;
-    cln_profile prof;
-    struct cln_profile_entry *next;
-} cln_profile_entry;
-static cln_profile_entry *cln_profiles;
-static pthread_mutex_t cln_profiles_lock = PTHREAD_MUTEX_INITIALIZER;
-
-clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
+/* The profile of dev: its newest entry, else a new one (fresh: always a new one). */
+static clnorm_status cln_profile_find(cl_device_id dev, int fresh, const cln_profile **out)
 {
     clnorm_status st = CLNORM_SUCCESS;
     pthread_mutex_lock(&cln_profiles_lock);
-    for (cln_profile_entry *e = cln_profiles; e; e = e->next)
+    for (cln_profile_entry *e = cln_profiles; e && !fresh; e = e->next)
         if (e->dev == dev) { *out = &e->prof; goto done; }
     cln_profile_entry *e = calloc(1, sizeof *e);
     if (!e) {
@@ -257,12 +211,14 @@ clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
     }
     st = cln_profile_query(dev, &e->prof);
     if (st) { free(e); goto done; }
-    /* Probing under the lock keeps two threads from compiling the same probes. */
-    if (!cln_probe_load(&e->prof)) {
-        cln_profile_probe(dev, &e->prof);
-        cln_probe_store(&e->prof);
+    /* Probing under the lock keeps two threads from running the same probes. */
+    if (!cln_probe_load(e)) {
+        cln_probe_device(dev, &e->prof);
+        cln_probe_store(e);
     }
     cln_set_best_path(&e->prof);
+    /* Testing: a smaller device's limits (CLNORM_EMULATE), after the probe file. */
+    if ((st = cln_emulate_profile(&e->prof))) { free(e); goto done; }
     e->dev = dev;
     e->next = cln_profiles;
     cln_profiles = e;
@@ -270,4 +226,57 @@ clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
 done:
     pthread_mutex_unlock(&cln_profiles_lock);
     return st;
+}
+
+clnorm_status cln_profile_get(cl_device_id dev, const cln_profile **out)
+{
+    return cln_profile_find(dev, 0, out);
+}
+
+clnorm_status cln_profile_refresh(cl_device_id dev)
+{
+    const cln_profile *p;
+    return cln_profile_find(dev, 1, &p);
+}
+
+const cln_profile *cln_profile_drop_path(cl_device_id dev, cln_path path)
+{
+    pthread_mutex_lock(&cln_profiles_lock);
+    cln_profile_entry *cur = cln_profiles;
+    while (cur && cur->dev != dev) cur = cur->next;
+    cln_profile_entry *e = NULL;
+    /* Another thread may have dropped it already; then its profile serves. */
+    if (!cur || cur->prof.best_path != path || path == CLN_PATH_LOCAL) {
+        pthread_mutex_unlock(&cln_profiles_lock);
+        return cur ? &cur->prof : NULL;
+    }
+    if (!(e = malloc(sizeof *e))) {
+        pthread_mutex_unlock(&cln_profiles_lock);
+        return NULL;
+    }
+    *e = *cur;
+    if (path == CLN_PATH_NV) e->prof.has_nv_shuffle = 0;
+    else e->prof.has_subgroups = 0;
+    cln_set_best_path(&e->prof);
+    e->dropped = (int)path;
+    e->next = cln_profiles;
+    cln_profiles = e;
+    cln_probe_store(e);
+    if (cln_config_now()->pub.trace || cln_config_now()->pub.build_log)
+        fprintf(stderr, "clnorm: the %s path's program did not build on \"%s\"; calls take the "
+                "%s path from now on. %s\n", cln_path_name(path), e->prof.device_name,
+                cln_path_name(e->prof.best_path), clnorm_last_error());
+    pthread_mutex_unlock(&cln_profiles_lock);
+    return &e->prof;
+}
+
+int cln_profile_dropped(const cln_profile *p)
+{
+    const cln_profile_entry *e =
+        (const cln_profile_entry *)(const void *)((const char *)p -
+                                                  offsetof(cln_profile_entry, prof));
+    pthread_mutex_lock(&cln_profiles_lock);
+    int d = e->dropped;
+    pthread_mutex_unlock(&cln_profiles_lock);
+    return d;
 }

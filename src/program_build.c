@@ -12,9 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static atomic_ulong cln_n_builds;
+static atomic_ulong cln_n_builds, cln_n_failures;
 
 unsigned long cln_program_builds(void) { return atomic_load(&cln_n_builds); }
+unsigned long cln_program_build_failures(void) { return atomic_load(&cln_n_failures); }
 
 /* Reads the (single-device) binary of prog; NULL when the driver has none. */
 static unsigned char *cln_binary_of(cl_program prog, size_t *len)
@@ -87,6 +88,7 @@ clnorm_status cln_program_build(cl_context ctx, cl_device_id dev, const cln_prof
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateProgramWithSource");
     err = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
     if (err != CL_SUCCESS) {
+        atomic_fetch_add(&cln_n_failures, 1);
         char *log = cln_build_log(prog, dev);
         const int refused = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS;
         clnorm_status st = cln_fail(refused ? CLNORM_BUILD_FAILED : cln_cl_status(err),

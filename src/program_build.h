@@ -16,7 +16,8 @@ CLN_HIDDEN clnorm_status cln_program_build(cl_context ctx, cl_device_id dev,
 /* Stores the binary of prog in the disk cache. */
 CLN_HIDDEN void cln_program_store(const cln_profile *p, const char *options,
                                   uint64_t src_hash, size_t src_len, cl_program prog);
-/* Programs built from source so far, process-wide. */
+/* Programs built from source so far, process-wide, and builds the driver refused. */
 CLN_HIDDEN unsigned long cln_program_builds(void);
+CLN_HIDDEN unsigned long cln_program_build_failures(void);
 
 #endif

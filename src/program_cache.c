@@ -2,7 +2,12 @@
    reduction path, source, options) and shared by all threads. Kernel objects are
    lent to one caller at a time from a per-program pool, because clSetKernelArg on a
    shared cl_kernel is not thread-safe; arguments are captured at enqueue, so a
-   kernel goes back to the pool right after its enqueue. */
+   kernel goes back to the pool right after its enqueue.
+
+   clnorm_release_cache may run while other threads run operations: an entry is
+   reference-counted (the list holds one reference, each call that found it or holds
+   one of its kernels another), so release unlinks entries and the last user frees
+   them. */
 #include "program_cache.h"
 #include "build_options.h"
 #include "kernels.h"
@@ -29,6 +34,7 @@ typedef struct cln_prog {
     char options[512];
     cl_program program;
     int state; /* 0 building, 1 ready (a failed build leaves the list) */
+    int refs;  /* the list's (while linked), and one per call using it */
     /* Programs of one kernel (cln_programs_one) built from source keep the event of
        their first run; once it has completed, the binary, which then carries the
        compiled work-group function, goes to the disk cache (cln_capture). */
@@ -50,6 +56,22 @@ static pthread_mutex_t cln_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cln_cache_built = PTHREAD_COND_INITIALIZER;
 static cln_prog *cln_progs;
 
+static void cln_prog_free(cln_prog *e)
+{
+    if (!e) return;
+    for (int k = 0; k < CLN_K_COUNT; k++)
+        while (e->free_kernels[k]) {
+            cln_kslot *s = e->free_kernels[k];
+            e->free_kernels[k] = s->next;
+            clReleaseKernel(s->kernel);
+            free(s);
+        }
+    if (e->first_run) clReleaseEvent(e->first_run);
+    if (e->program) clReleaseProgram(e->program);
+    clReleaseContext(e->ctx);
+    free(e);
+}
+
 /* Stores the binary of e once its first run has completed; called with the cache
    lock held, which it drops around the driver calls. Returns 1 if it stored. */
 static int cln_capture(cln_prog *e)
@@ -63,27 +85,31 @@ static int cln_capture(cln_prog *e)
     /* The event has served: let it go now, so that it holds its queue no longer. */
     cl_event ev = e->first_run;
     e->first_run = NULL;
+    e->refs++; /* e outlives a release while the lock is dropped */
     pthread_mutex_unlock(&cln_cache_lock);
     clReleaseEvent(ev);
     cln_program_store(e->prof, e->options, e->src_hash, e->src_len, e->program);
     pthread_mutex_lock(&cln_cache_lock);
+    /* A release may have unlinked e meanwhile; the last reference frees it. */
+    if (--e->refs == 0) cln_prog_free(e);
     return 1;
 }
 
-static void cln_prog_free(cln_prog *e)
+/* Drops one reference of e; called with the cache lock held. Returns e when that was
+   the last, for the caller to free once the lock is dropped, else NULL. */
+static cln_prog *cln_prog_unref(cln_prog *e)
 {
-    for (int k = 0; k < CLN_K_COUNT; k++)
-        while (e->free_kernels[k]) {
-            cln_kslot *s = e->free_kernels[k];
-            e->free_kernels[k] = s->next;
-            clReleaseKernel(s->kernel);
-            free(s);
-        }
-    if (e->first_run) clReleaseEvent(e->first_run);
-    if (e->program) clReleaseProgram(e->program);
-    clReleaseContext(e->ctx);
-    free(e);
+    return --e->refs == 0 ? e : NULL;
 }
+
+static void cln_prog_put(cln_prog *e)
+{
+    pthread_mutex_lock(&cln_cache_lock);
+    cln_prog *last = cln_prog_unref(e);
+    pthread_mutex_unlock(&cln_cache_lock);
+    cln_prog_free(last);
+}
+
 
 static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_profile *p,
                                   clnorm_dtype dtype, cln_path path, cln_kernel_id only,
@@ -108,8 +134,9 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
                 break;
         if (!e) break;
         if (e->state == 1) {
+            e->refs++;
             pthread_mutex_unlock(&cln_cache_lock);
-            if (owned) free(src);
+            cln_source_done(src, owned);
             *out = e;
             return CLNORM_SUCCESS;
         }
@@ -120,7 +147,7 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     cln_prog *e = calloc(1, sizeof *e);
     if (!e) {
         pthread_mutex_unlock(&cln_cache_lock);
-        if (owned) free(src);
+        cln_source_done(src, owned);
         return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a program cache entry");
     }
     clRetainContext(ctx);
@@ -130,25 +157,30 @@ static clnorm_status cln_prog_get(cl_context ctx, cl_device_id dev, const cln_pr
     e->src_len = len;
     e->prof = p;
     snprintf(e->options, sizeof e->options, "%s", options);
+    e->refs = 2; /* the list's and this call's */
     e->next = cln_progs;
     cln_progs = e;
     pthread_mutex_unlock(&cln_cache_lock);
 
     st = cln_program_build(ctx, dev, p, e->options, only != CLN_K_COUNT, src, len, src_hash,
                            &e->program, &e->capture);
-    if (owned) free(src);
+    cln_source_done(src, owned);
 
+    cln_prog *last = NULL;
     pthread_mutex_lock(&cln_cache_lock);
     if (st) {
+        /* Building entries are never unlinked by a release, so e is still listed. */
         for (cln_prog **pp = &cln_progs; *pp; pp = &(*pp)->next)
             if (*pp == e) { *pp = e->next; break; }
-        cln_prog_free(e);
+        e->refs -= 2;
+        last = e;
     } else {
         e->state = 1;
         *out = e;
     }
     pthread_cond_broadcast(&cln_cache_built);
     pthread_mutex_unlock(&cln_cache_lock);
+    cln_prog_free(last);
     return st;
 }
 
@@ -160,8 +192,12 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
     clnorm_status st =
         cln_prog_get(ctx, dev, p, dtype, path, one_kernel ? kid : CLN_K_COUNT, &e);
     if (st) return st;
+    /* The lease keeps the reference cln_prog_get took, until cln_kernel_return. */
     cln_lease_slot *ls = malloc(sizeof *ls);
-    if (!ls) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");
+    if (!ls) {
+        cln_prog_put(e);
+        return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel lease");
+    }
     ls->prog = e;
     ls->kid = kid;
     pthread_mutex_lock(&cln_cache_lock);
@@ -175,12 +211,14 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
         cl_kernel k = clCreateKernel(e->program, cln_kernel_name(kid), &err);
         if (err != CL_SUCCESS) {
             free(ls);
+            cln_prog_put(e);
             return cln_cl_fail(err, "clCreateKernel(\"%s\")", cln_kernel_name(kid));
         }
         ls->slot = malloc(sizeof *ls->slot);
         if (!ls->slot) {
             clReleaseKernel(k);
             free(ls);
+            cln_prog_put(e);
             return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a kernel");
         }
         ls->slot->kernel = k;
@@ -193,6 +231,7 @@ clnorm_status cln_kernel_acquire(cl_context ctx, cl_device_id dev, const cln_pro
             clReleaseKernel(k);
             free(ls->slot);
             free(ls);
+            cln_prog_put(e);
             return cln_cl_fail(err, "clGetKernelWorkGroupInfo(%s)", cln_kernel_name(kid));
         }
         ls->slot->max_wg = m;
@@ -218,10 +257,14 @@ void cln_kernel_return(cln_kernel_lease *lease)
 {
     cln_lease_slot *ls = lease->slot;
     if (!ls) return;
+    /* The kernel goes back to its program's pool even where a release has unlinked
+       the program: the last user frees the pool with the program. */
     pthread_mutex_lock(&cln_cache_lock);
     ls->slot->next = ls->prog->free_kernels[ls->kid];
     ls->prog->free_kernels[ls->kid] = ls->slot;
+    cln_prog *last = cln_prog_unref(ls->prog);
     pthread_mutex_unlock(&cln_cache_lock);
+    cln_prog_free(last);
     free(ls);
     lease->slot = NULL;
     lease->kernel = NULL;
@@ -235,16 +278,25 @@ void cln_program_cache_drop(cl_context context)
     for (cln_prog *e = cln_progs; e;)
         e = (!context || e->ctx == context) && e->state == 1 && cln_capture(e) ? cln_progs
                                                                              : e->next;
-    cln_prog **pp = &cln_progs;
+    /* Entries still being built belong to a running call; leave them. The others
+       leave the list; those no call holds are freed here, after the lock. */
+    cln_prog *dead = NULL, **pp = &cln_progs;
     while (*pp) {
         cln_prog *e = *pp;
-        /* Entries still being built belong to a running call; leave them. */
         if ((!context || e->ctx == context) && e->state == 1) {
             *pp = e->next;
-            cln_prog_free(e);
+            if (cln_prog_unref(e)) {
+                e->next = dead;
+                dead = e;
+            }
         } else {
             pp = &e->next;
         }
     }
     pthread_mutex_unlock(&cln_cache_lock);
+    while (dead) {
+        cln_prog *e = dead;
+        dead = e->next;
+        cln_prog_free(e);
+    }
 }

@@ -11,7 +11,11 @@
    clnorm_release_cache.
 
    Otherwise buffers are pooled per context and handed back by a completion callback
-   on the call's last event, so no later call reuses one while a kernel reads it. */
+   on the call's last event, so no later call reuses one while a kernel reads it.
+
+   clnorm_release_cache may run while calls hold buffers: it frees the idle ones, and
+   marks those held (bound to a queue and in a call, or waiting for their callback)
+   so that the call's release or the callback frees them instead of keeping them. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "scratch.h"
 #include "status.h"
@@ -26,6 +30,7 @@ struct cln_scratch {
     cl_mem mem;
     size_t bytes;
     int held; /* bound: a call between acquire and release */
+    int dropped; /* released by clnorm_release_cache while held: freed, not kept */
     cl_mem sync;     /* the coop variant's words, created at its first call */
     size_t sync_next; /* the first of them no call has used since they were zeroed */
     struct cln_scratch *next;
@@ -204,9 +209,13 @@ static void CL_CALLBACK cln_scratch_done(cl_event ev, cl_int status, void *user)
             *pp = s->next;
             break;
         }
-    s->next = cln_pool;
-    cln_pool = s;
+    const int dropped = s->dropped;
+    if (!dropped) {
+        s->next = cln_pool;
+        cln_pool = s;
+    }
     pthread_mutex_unlock(&cln_scratch_lock);
+    if (dropped) cln_scratch_free(s);
 }
 
 void cln_scratch_release(cln_scratch *s, cl_event after)
@@ -215,7 +224,10 @@ void cln_scratch_release(cln_scratch *s, cl_event after)
     if (s->queue) { /* bound: the queue's order protects it from here on */
         pthread_mutex_lock(&cln_scratch_lock);
         s->held = 0;
+        const int dropped = s->dropped;
         pthread_mutex_unlock(&cln_scratch_lock);
+        /* Unlinked by a release: kernels still queued keep the buffer alive. */
+        if (dropped) cln_scratch_free(s);
         return;
     }
     /* Without an event (nothing was enqueued) it is free at once; if the callback
@@ -240,19 +252,24 @@ void cln_scratch_release(cln_scratch *s, cl_event after)
     }
 }
 
-static int cln_scratch_busy_locked(cl_context ctx)
+/* Whether a buffer the release marked still waits for its callback. */
+static int cln_scratch_busy_locked(void)
 {
     for (cln_scratch *s = cln_inflight; s; s = s->next)
-        if (!ctx || s->ctx == ctx) return 1;
+        if (s->dropped) return 1;
     return 0;
 }
 
 void cln_scratch_drop(cl_context ctx)
 {
     pthread_mutex_lock(&cln_scratch_lock);
-    /* Completion callbacks may run a little after clFinish returns: wait for them (at
-       most two seconds) so that no pooled buffer keeps a released context alive. */
-    for (int i = 0; i < 2000 && cln_scratch_busy_locked(ctx); i++) {
+    /* Buffers waiting for their callback are freed by it. Completion callbacks may run
+       a little after clFinish returns: wait for those of the calls enqueued before
+       this release (at most two seconds; later calls' buffers are not waited for) so
+       that no pooled buffer keeps a released context alive. */
+    for (cln_scratch *s = cln_inflight; s; s = s->next)
+        if (!ctx || s->ctx == ctx) s->dropped = 1;
+    for (int i = 0; i < 2000 && cln_scratch_busy_locked(); i++) {
         pthread_mutex_unlock(&cln_scratch_lock);
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -269,5 +286,15 @@ void cln_scratch_drop(cl_context ctx)
         }
     }
     cln_bound_prune_locked(ctx, 1);
+    /* Bound buffers a call holds leave the list; the call's release frees them. */
+    for (cln_scratch **bp = &cln_bound; *bp;) {
+        cln_scratch *s = *bp;
+        if (s->held && (!ctx || s->ctx == ctx)) {
+            *bp = s->next;
+            s->dropped = 1;
+        } else {
+            bp = &s->next;
+        }
+    }
     pthread_mutex_unlock(&cln_scratch_lock);
 }

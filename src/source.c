@@ -95,6 +95,10 @@ static pthread_mutex_t cln_embedded_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *cln_embedded_src;
 static size_t cln_embedded_len;
 static uint64_t cln_embedded_hash;
+/* Builds using the embedded copy now, and a release that waits for them to end
+   (clnorm_release_cache may run while other threads build). */
+static unsigned cln_embedded_users;
+static int cln_embedded_forgotten;
 
 clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash, int *owned)
 {
@@ -116,6 +120,7 @@ clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash, int 
         cln_embedded_hash = cln_hash64(cln_embedded_src, cln_embedded_len, 0);
     }
     *owned = 0;
+    cln_embedded_users++;
     *src = cln_embedded_src;
     *len = cln_embedded_len;
     *hash = cln_embedded_hash;
@@ -123,10 +128,29 @@ clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash, int 
     return CLNORM_SUCCESS;
 }
 
+void cln_source_done(char *src, int owned)
+{
+    if (owned) {
+        free(src);
+        return;
+    }
+    pthread_mutex_lock(&cln_embedded_lock);
+    if (--cln_embedded_users == 0 && cln_embedded_forgotten) {
+        free(cln_embedded_src);
+        cln_embedded_src = NULL;
+        cln_embedded_forgotten = 0;
+    }
+    pthread_mutex_unlock(&cln_embedded_lock);
+}
+
 void cln_source_forget(void)
 {
     pthread_mutex_lock(&cln_embedded_lock);
-    free(cln_embedded_src);
-    cln_embedded_src = NULL;
+    if (cln_embedded_users == 0) {
+        free(cln_embedded_src);
+        cln_embedded_src = NULL;
+    } else {
+        cln_embedded_forgotten = 1; /* the last build using it frees it */
+    }
     pthread_mutex_unlock(&cln_embedded_lock);
 }

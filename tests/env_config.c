@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "env_config.h"
 #include "clnorm_advanced.h"
-#include "util.h"
+#include "test.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -65,7 +65,13 @@ clnorm_status t_config(const char *name, const char *value)
         return CLNORM_INVALID_ARGUMENT;
     }
     if (refused) return st;
-    return clnorm_config_set(&cfg);
+    /* A value the reader accepted must install: a case would otherwise run under a
+       setting other than the one it names. */
+    st = clnorm_config_set(&cfg);
+    if (st != CLNORM_SUCCESS)
+        t_fail(__FILE__, __LINE__, "t_config(%s, %s): the library refused the parsed value: %s",
+               name, value ? value : "(unset)", clnorm_last_error());
+    return st;
 }
 
 clnorm_status t_config_num(const char *name, size_t value)

@@ -50,6 +50,7 @@
     TEST_CASE(config_api, device)                           \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
+    TEST_CASE(softmax_check, device)                        \
     TEST_CASE(sharded_values, device)                       \
     TEST_CASE(sharded_special, device)                      \
     TEST_CASE(sharded_bad_input, device)                    \
@@ -67,6 +68,11 @@
     TEST_CASE(attention_merge, device)                      \
     TEST_CASE(attention_bad_input, device)                  \
     TEST_CASE(attention_events, device)                     \
+    TEST_CASE(release_race, device)                         \
+    TEST_CASE(fast_path_fallback, device)                   \
+    TEST_CASE(probe_checks, device)                         \
+    TEST_CASE(fast_path_fallback_entries, device)           \
+    TEST_CASE(emulated_limits, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
     TEST_CASE(version, unit)                                \
@@ -75,7 +81,10 @@
     TEST_CASE(pocl_pin, unit)                               \
     TEST_CASE(kernel_table, unit)                           \
     TEST_CASE(plan_apply, unit)                             \
-    TEST_CASE(attention_plan, unit)
+    TEST_CASE(attention_plan, unit)                         \
+    TEST_CASE(plan_embedded, unit)                          \
+    TEST_CASE(emulate, unit)                                \
+    TEST_CASE(kernel_source_c12, unit)
 
 #define TEST_DECLARE_(name, kind) void test_##name(void);
 TEST_CASES(TEST_DECLARE_)

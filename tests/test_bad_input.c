@@ -125,7 +125,7 @@ static void *other_thread(void *arg)
 static void check_thread_local(void)
 {
     clnorm_session *s = NULL;
-    clnorm_session_create("clnorm-test-main-thread-marker", &s);
+    CHECK_ST(clnorm_session_create("clnorm-test-main-thread-marker", &s), CLNORM_DEVICE_NOT_FOUND);
     int ok[2] = {0, 0};
     pthread_t th;
     if (!CHECK(pthread_create(&th, NULL, other_thread, ok) == 0, "pthread_create")) return;

@@ -377,7 +377,8 @@ done:
 static void call_unharmed(const char *what)
 {
     clnorm_matrix none = {NULL, 0, 0};
-    clnorm_softmax(T.q, CLNORM_F32, 1, 0, none, none, CLNORM_SOFTMAX_AUTO, 0, NULL, NULL);
+    CHECK_ST(clnorm_softmax(T.q, CLNORM_F32, 1, 0, none, none, CLNORM_SOFTMAX_AUTO, 0, NULL, NULL),
+             CLNORM_INVALID_ARGUMENT);
     char before[512];
     snprintf(before, sizeof before, "%s", clnorm_last_error());
     clnorm_release_cache(T.ctx);

@@ -9,6 +9,7 @@
 #include "clnorm_advanced.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,8 +67,20 @@ static void one_op(top op, clnorm_dtype dt, size_t rows, size_t cols, const char
     char label[400];
     op_label(&a, label, sizeof label);
     if (CHECK(st == CLNORM_SUCCESS, "%s [%s]: %s (%s)", label, plan, clnorm_status_string(st),
-              clnorm_last_error()))
+              clnorm_last_error())) {
         verify_op(&a, &o);
+        /* The exact specials: every input is finite, and so is every true result
+           (RMSNorm's float32 sum of squares overflows here, and must be rescaled;
+           softmax weights lie in [0, 1]). A NaN or inf is wrong, whatever the rule. */
+        size_t bad = 0, n = op == OP_STATS ? rows : rows * cols;
+        const float *v = op == OP_STATS ? o.l : o.y;
+        for (size_t i = 0; i < n; i++)
+            bad += !isfinite(v[i]) || (op != OP_RMSNORM && op != OP_STATS &&
+                                       (v[i] < 0.0f || v[i] > 1.0f));
+        if (op == OP_STATS)
+            for (size_t r = 0; r < rows; r++) bad += !isfinite(o.m[r]) || !(o.l[r] >= 1.0f);
+        CHECK(bad == 0, "%s [%s]: %zu outputs not finite or out of range", label, plan, bad);
+    }
     op_out_free(&o);
     free(x);
     free(g);
@@ -121,5 +134,26 @@ void test_near_flt_max(void)
         }
         plan_clear();
     }
+    /* Each kernel form on its own: streaming, registers and words (the fused add
+       too), in the forced groups of the other cases. */
+    /* One length and the device's own word: PoCL compiles each kernel anew for every
+       work-group size and program it meets, which would dominate the case's time. */
+    static const size_t form_cols[] = {1000};
+    for (int form = 0; form < 3; form++)
+        for (size_t d = 0; d < COUNT_OF(dts); d++)
+            for (size_t i = 0; i < COUNT_OF(form_cols); i++) {
+                size_t cols = form_cols[i];
+                if (form == 0) plan_set("stream", 0, 0, 0);
+                else if (form == 1) plan_reg(cols);
+                else {
+                    plan_pair(cols);
+                    t_config("CLNORM_PAIR_WORD", NULL);
+                }
+                for (int op = 0; op < OP_COUNT; op++, calls++)
+                    one_op((top)op, dts[d], NK_COUNT, cols, plan_now());
+                one_fused(dts[d], NK_COUNT, cols);
+                calls++;
+                plan_clear();
+            }
     NOTE("%zu calls on rows near the largest finite value of f32, f16 and bf16", calls);
 }

@@ -1,8 +1,46 @@
 /* warmup_builds: after clnorm_warmup, the first call of every operation, element type
-   and kind of plan builds no program, whichever program grouping is in force. */
+   and kind of plan builds no program, whichever program grouping is in force, with
+   the disk cache off and on; and with the disk cache on, a second process making the
+   same calls builds nothing either (every program comes from the disk). */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 #include "clnorm_advanced.h"
+#include "disk_cache.h"
 #include "env_config.h"
+#include "profile.h"
 #include "test.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    return remove(path);
+}
+
+/* Runs the helper program's "every" mode (cache_child.c: the calls below, checked) in
+   a new process that must build no program; returns its exit status. */
+static int second_process(void)
+{
+    char self[4096], child[4200];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return -1;
+    self[len] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(child, sizeof child, "%s/clnorm_cache_child", self);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(child, child, T.spec ? T.spec : "", "every", "no-builds", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
 
 
 static unsigned long builds_now(void)
@@ -41,7 +79,8 @@ void test_warmup_builds(void)
                                            "softmax online", "softmax auto", "softmax_stats"};
     static const char *const dt_names[] = {"f32", "f16", "bf16"};
     /* Short rows, a few hundred typical ones, rows long enough for the split plan,
-       and rows of two items (PoCL 4+ runs those on the local path). */
+       and rows of two items (PoCL 4+ runs those on the local path); the helper's
+       "every" mode makes the same calls. */
     const size_t shapes[][2] = {{3, 5}, {256, 128}, {2, 70000}, {3, 2}};
     size_t most = 0;
     for (size_t s = 0; s < COUNT_OF(shapes); s++)
@@ -57,15 +96,19 @@ void test_warmup_builds(void)
     }
     CHECK_CL(clFinish(T.q));
 
-    CHECK_ST(t_config("CLNORM_CACHE_DIR", "off"), CLNORM_SUCCESS);
     static const char *const groupings[] = {"one", "all"};
+    for (int disk = 0; disk < 2; disk++)
     for (size_t g = 0; g < COUNT_OF(groupings); g++) {
+        char dir[] = "/tmp/clnorm-warm-XXXXXX";
+        if (disk && !CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno))) continue;
+        CHECK_ST(t_config("CLNORM_CACHE_DIR", disk ? dir : "off"), CLNORM_SUCCESS);
         CHECK_ST(t_config("CLNORM_PROGRAMS", groupings[g]), CLNORM_SUCCESS);
         clnorm_release_cache(T.ctx);
         double t0 = t_now();
         CHECK_ST(clnorm_warmup(T.q), CLNORM_SUCCESS);
         const unsigned long warm = builds_now();
-        NOTE("programs=%s: warm-up %.2f s", groupings[g], t_now() - t0);
+        NOTE("disk cache %s, programs=%s: warm-up %.2f s", disk ? "on" : "off", groupings[g],
+             t_now() - t0);
         for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++)
             for (size_t s = 0; s < COUNT_OF(shapes); s++)
                 for (int op = 0; op < 6; op++) {
@@ -74,12 +117,29 @@ void test_warmup_builds(void)
                                      buf[1], buf[2], buf[3], buf[4]),
                              CLNORM_SUCCESS);
                     CHECK(builds_now() == before,
-                          "programs=%s: %s %s %zux%zu built %lu program(s) after warm-up",
-                          groupings[g], op_names[op], dt_names[dt], shapes[s][0], shapes[s][1],
-                          builds_now() - before);
+                          "disk %d, programs=%s: %s %s %zux%zu built %lu program(s) after "
+                          "warm-up", disk, groupings[g], op_names[op], dt_names[dt],
+                          shapes[s][0], shapes[s][1], builds_now() - before);
                 }
-        CHECK(builds_now() == warm, "programs=%s: %lu builds after warm-up", groupings[g],
-              builds_now() - warm);
+        CHECK(builds_now() == warm, "disk %d, programs=%s: %lu builds after warm-up", disk,
+              groupings[g], builds_now() - warm);
+        if (!disk) continue;
+        /* The programs that ran are on the disk now (PoCL stores a program of one
+           kernel after its first run, at the release at the latest), so a second
+           process builds none: where the disk cache keeps programs (every program
+           with one kernel per program; all of them at their build off PoCL). */
+        clnorm_release_cache(T.ctx);
+        const cln_profile *p = NULL;
+        CHECK_ST(cln_profile_get(T.dev, &p), CLNORM_SUCCESS);
+        if (p && cln_disk_reads_binaries(p) && (g == 0 || cln_disk_wants_binaries(p))) {
+            const int rc = second_process();
+            CHECK(rc == 0, "programs=%s: a second process on the warm disk cache: exit "
+                  "status %d (4: it built programs)", groupings[g], rc);
+        } else {
+            NOTE("programs=%s: the disk cache keeps no such programs on this device",
+                 groupings[g]);
+        }
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     }
     for (int i = 0; i < 5; i++) clReleaseMemObject(buf[i]);
 }

@@ -4,6 +4,8 @@
 # pkg-config (dynamic and static linking), and a fifth from the source tree through
 # add_subdirectory. Also checks that every installed file a
 # consumer needs is there and that find_package refuses an incompatible version.
+# Where clnorm_mpi was built (CLNORM_MPIEXEC set: the command that starts two ranks),
+# an MPI consumer too, through find_package(clnorm COMPONENTS mpi) and clnorm-mpi.pc.
 # Usage: consume.sh BUILD_DIR SOURCE_DIR VERSION SOVERSION
 set -eu
 build=$1 src=$2 version=$3 soversion=$4
@@ -75,4 +77,42 @@ cmake -S "$src/tests/package/subproject" -B "$prefix/subproject" -DCLNORM_SOURCE
 cmake --build "$prefix/subproject" -j2 >"$prefix/sub-build.log" 2>&1 \
     || { cat "$prefix/sub-build.log"; fail "building a project that adds clnorm as a subdirectory"; }
 run "add_subdirectory, clnorm::clnorm" "$prefix/subproject/consumer_subproject"
-echo "PASS: installed into a temporary prefix and consumed five ways"
+ways=five
+if [ -n "${CLNORM_MPIEXEC:-}" ]; then
+    for f in "$prefix/include/clnorm_mpi.h" "$libdir/libclnorm_mpi.so" "$libdir/libclnorm_mpi.a" \
+             "$libdir/pkgconfig/clnorm-mpi.pc" "$libdir/cmake/clnorm/clnormMpiTargets.cmake"; do
+        [ -e "$f" ] || fail "not installed: $f"
+    done
+    grep -q "^Version: $version\$" "$libdir/pkgconfig/clnorm-mpi.pc" || fail "clnorm-mpi.pc does not say Version: $version"
+    mpirun_() { # name, program: on two ranks
+        echo "== $1"
+        rc=0; $CLNORM_MPIEXEC "$2" || rc=$?
+        [ $rc -eq 77 ] && { echo "no OpenCL device: skipped"; exit 77; }
+        [ $rc -eq 0 ] || fail "$1 exited $rc"
+    }
+    echo "== find_package(clnorm $version CONFIG COMPONENTS mpi)"
+    cmake -S "$src/tests/package/mpi_consumer" -B "$prefix/mpi-consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+          -DCLNORM_WANT_VERSION="$version" -DCMAKE_BUILD_TYPE=Release >"$prefix/mpi-cfg.log" 2>&1 \
+        || { cat "$prefix/mpi-cfg.log"; fail "configuring the CMake MPI consumer"; }
+    cmake --build "$prefix/mpi-consumer" >"$prefix/mpi-build.log" 2>&1 \
+        || { cat "$prefix/mpi-build.log"; fail "building the CMake MPI consumer"; }
+    # Without MPI, a consumer of clnorm alone is unaffected; one that asks for the mpi
+    # component is refused.
+    cmake -S "$src/tests/package/consumer" -B "$prefix/cmake-no-mpi" -DCMAKE_PREFIX_PATH="$prefix" \
+          -DCLNORM_WANT_VERSION="$version" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=TRUE >"$prefix/no-mpi.log" 2>&1 \
+        || { cat "$prefix/no-mpi.log"; fail "find_package(clnorm) where MPI is not found"; }
+    if cmake -S "$src/tests/package/mpi_consumer" -B "$prefix/mpi-no-mpi" -DCMAKE_PREFIX_PATH="$prefix" \
+             -DCLNORM_WANT_VERSION="$version" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=TRUE >/dev/null 2>&1; then
+        fail "find_package(clnorm COMPONENTS mpi) succeeded where MPI is not found"
+    fi
+    mpirun_ "CMake, clnorm::clnorm_mpi" "$prefix/mpi-consumer/mpi_consumer_shared"
+    mpirun_ "CMake, clnorm::clnorm_mpi_static" "$prefix/mpi-consumer/mpi_consumer_static"
+    mcflags=$(pkg-config --cflags clnorm-mpi) || fail "pkg-config --cflags clnorm-mpi"
+    mlibs=$(pkg-config --libs clnorm-mpi) || fail "pkg-config --libs clnorm-mpi"
+    # shellcheck disable=SC2086
+    $cc -std=c11 $mcflags -o "$prefix/pc_mpi" "$src/tests/package/mpi_consumer/mpi_consumer.c" \
+        $mlibs -lm -Wl,-rpath,"$libdir" || fail "linking with pkg-config --libs clnorm-mpi"
+    mpirun_ "pkg-config clnorm-mpi, dynamic" "$prefix/pc_mpi"
+    ways="eight (three through clnorm_mpi)"
+fi
+echo "PASS: installed into a temporary prefix and consumed $ways ways"
