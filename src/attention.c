@@ -13,6 +13,7 @@
 #include "validate.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ static clnorm_status cln_att_set_args(cl_kernel k, cln_kernel_id kid, const cln_
         case CLN_A_CHUNKS: ui = (cl_uint)pl->chunks; break;
         case CLN_A_CHUNK_LEN: ui = (cl_uint)pl->chunk_len; break;
         case CLN_A_COL_LANES: ui = (cl_uint)pl->col_lanes; break;
+        case CLN_A_ITEMS: ul = pl->items; break;
         case CLN_A_A: mem = a->a.mem; break;
         case CLN_A_A_OFF: ul = a->a.offset; break;
         case CLN_A_A_LD: ul = a->a.ld; break;
@@ -238,6 +240,20 @@ static clnorm_status cln_att_check_desc(const clnorm_attention_desc *d)
     return CLNORM_SUCCESS;
 }
 
+/* CLNORM_TRACE=1: one line per call on stderr, with the plan that ran (as ops.c does
+   for the rows operations). */
+static void cln_att_trace(const cln_att_shape *s, clnorm_dtype dtype, const cln_profile *prof,
+                          const cln_att_plan *pl)
+{
+    if (!cln_config_now()->pub.trace) return;
+    fprintf(stderr, "clnorm: attention b%zu %zu/%zu heads q_len %zu kv_len %zu d %zu %s on "
+            "\"%s\": %s wg %zu, %zu x %zu queries, %zu chunks of %zu keys, %zu groups\n",
+            s->batch, s->q_heads, s->kv_heads, s->q_len, s->kv_len, s->head_dim,
+            cln_dtype_name(dtype), prof->device_name,
+            pl->cpu ? cln_kernel_name(CLN_K_ATTENTION_CPU) : cln_kernel_name(CLN_K_ATTENTION),
+            pl->wg, pl->qblocks, pl->qblock, pl->chunks, pl->chunk_len, pl->groups);
+}
+
 /* Leases the stages' kernels for plan pl, re-planning once under a compiled kernel's
    lower work-group limit. */
 static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev,
@@ -252,7 +268,8 @@ static clnorm_status cln_att_prepare(cl_context ctx, cl_device_id dev,
         if (st)
             return cln_fail(st, "attention (head_dim %zu, q_len %zu, kv_len %zu) on \"%s\": %s",
                             sh->head_dim, sh->q_len, sh->kv_len, prof->device_name, why);
-        const cln_kernel_id kids[2] = {CLN_K_ATTENTION, CLN_K_ATTENTION_REDUCE};
+        const cln_kernel_id kids[2] = {pl->cpu ? CLN_K_ATTENTION_CPU : CLN_K_ATTENTION,
+                                       CLN_K_ATTENTION_REDUCE};
         const int n = pl->chunks > 1 ? 2 : 1;
         size_t kmax = (size_t)-1;
         for (int j = 0; j < n; j++) {
@@ -341,6 +358,7 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
     cln_att_plan pl;
     cln_kernel_lease lease[2] = {{0}, {0}};
     if ((st = cln_att_prepare(ctx, dev, &prof, &lim, dtype, &sh, &pl, lease))) return st;
+    cln_att_trace(&sh, dtype, prof, &pl);
     cln_att_args a = {
         .q = q, .k = k, .v = v, .out = out, .lse = lse, .kv_lens = d.kv_lens, .any = out.mem,
         .flags = (d.causal ? CLN_ATT_CAUSAL : 0) | (lse ? CLN_ATT_LSE : 0) |
@@ -350,7 +368,8 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
         .head_dim = (cl_uint)d.head_dim,
         .scale = d.scale > 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim))};
     const cln_att_stage stages[2] = {
-        {CLN_K_ATTENTION, pl.groups * pl.wg, pl.wg, pl.local_bytes},
+        {pl.cpu ? CLN_K_ATTENTION_CPU : CLN_K_ATTENTION, pl.groups * pl.wg, pl.wg,
+         pl.local_bytes},
         {CLN_K_ATTENTION_REDUCE, rows * pl.reduce_wg, pl.reduce_wg, 0}};
     st = cln_att_enqueue(queue, ctx, prof, pl.chunks > 1 ? 2 : 1, stages, lease, &a, &pl,
                          pl.part_bytes, num_wait, wait_list, event);

@@ -67,6 +67,7 @@ const cln_arg_desc cln_arg_descs[CLN_A_COUNT] = {
     [CLN_A_CHUNKS] = {"chunks", CLN_T_UINT},
     [CLN_A_CHUNK_LEN] = {"chunk_len", CLN_T_UINT},
     [CLN_A_COL_LANES] = {"col_lanes", CLN_T_UINT},
+    [CLN_A_ITEMS] = {"items", CLN_T_ULONG},
     [CLN_A_A] = {"a", CLN_T_GLOBAL},
     [CLN_A_A_OFF] = {"aoff", CLN_T_ULONG},
     [CLN_A_A_LD] = {"ald", CLN_T_ULONG},
@@ -190,6 +191,12 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     {.id = CLN_K_ATTENTION_MERGE, .name = "clnorm_attention_merge", .attention = 1,
      .args = {CLN_A_A, CLN_A_A_OFF, CLN_A_A_LD, CLN_A_LSE_A, CLN_A_B, CLN_A_B_OFF, CLN_A_B_LD,
               CLN_A_LSE_B, CLN_Y, CLN_A_LSE, CLN_A_HEAD_DIM}},
+    /* The CPU form of clnorm_attention (cl/attention_cpu.cl): no local memory. */
+    {.id = CLN_K_ATTENTION_CPU, .name = "clnorm_attention_cpu", .attention = 1,
+     .args = {CLN_ATT_VIEW(Q), CLN_ATT_VIEW(K), CLN_ATT_VIEW(V), CLN_ATT_VIEW(OUT), CLN_A_LSE,
+              CLN_A_KV_LENS, CLN_A_FLAGS, CLN_A_Q_HEADS, CLN_A_KV_HEADS, CLN_A_Q_LEN,
+              CLN_A_KV_LEN, CLN_A_HEAD_DIM, CLN_A_SCALE, CLN_A_QBLOCK, CLN_A_QBLOCKS,
+              CLN_A_CHUNKS, CLN_A_CHUNK_LEN, CLN_A_ITEMS, CLN_A_PART}},
 };
 
 const char *cln_kernel_name(cln_kernel_id k)

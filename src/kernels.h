@@ -18,7 +18,7 @@ typedef enum cln_kernel_id {
     CLN_K_RMSNORM_WORDS_HALF, CLN_K_ADD_RMSNORM_WORDS_HALF, CLN_K_SOFTMAX_WORDS_HALF,
     CLN_K_SOFTMAX_APPLY, CLN_K_STATS_MERGE_ROWS,
     CLN_K_COOP_SOFTMAX,
-    CLN_K_ATTENTION, CLN_K_ATTENTION_REDUCE, CLN_K_ATTENTION_MERGE,
+    CLN_K_ATTENTION, CLN_K_ATTENTION_REDUCE, CLN_K_ATTENTION_MERGE, CLN_K_ATTENTION_CPU,
     CLN_K_COUNT
 } cln_kernel_id;
 
@@ -71,6 +71,8 @@ typedef enum cln_arg {
     CLN_A_CHUNKS,       /* key chunks (split-K) */
     CLN_A_CHUNK_LEN,    /* keys per chunk */
     CLN_A_COL_LANES,    /* work-items across the columns in the weighted sum */
+    CLN_A_ITEMS,        /* work-items with work (cl/attention_cpu.cl: the NDRange is
+                           rounded up to whole work-groups) */
     /* clnorm_attention_merge: out_a, lse_a, out_b, lse_b (out is CLN_A_Y). */
     CLN_A_A, CLN_A_A_OFF, CLN_A_A_LD, CLN_A_LSE_A,
     CLN_A_B, CLN_A_B_OFF, CLN_A_B_LD, CLN_A_LSE_B,

@@ -17,6 +17,14 @@
    memory's latency, on CPUs one per core is enough. */
 #define CLN_ATT_GROUPS_PER_CU_GPU 8
 #define CLN_ATT_GROUPS_PER_CU_CPU 2
+/* The CPU form: work-items a compute unit where the (batch entry, kv head, query
+   block) items are fewer (a core takes the next as one finishes, so a few each even
+   out uneven ones), the fewest keys a chunk (below that the second launch and its
+   records cost more than the spread gains), and work-items a group where the device
+   runs them as SIMD lanes. */
+#define CLN_ATTC_ITEMS_PER_CU 4
+#define CLN_ATTC_MIN_CHUNK 256
+#define CLN_ATTC_LANES 8
 /* Bytes of local memory a plan leaves unused, as plan.c does. */
 #define CLN_ATT_LOCAL_RESERVE 16
 
@@ -44,6 +52,95 @@ static size_t cln_att_tile_trips(size_t qblock, size_t wg, size_t units)
     size_t trips = cln_div_up(qblock, CLN_ATT_QS) * (units + 1) + 2 * (wg / (wg / qblock)) + wg;
     for (size_t n = wg; n > 1; n >>= 1) trips++;
     return trips + 8;
+}
+
+/* The CPU form's loop trips for a work-item of nq queries over `blocks` key blocks,
+   counting every loop of cl/attention_cpu.cl as not unrolled, for devices with a loop
+   limit: the set-up and the results (a trip per column and query), and per block and
+   pass of CLN_ATTC_R queries the scores, the (m, l) update and the weighted sum. */
+static size_t cln_attc_trips(size_t nq, size_t head_dim, size_t vec, size_t blocks)
+{
+    const size_t r = CLN_ATTC_R, kb = CLN_ATTC_KB, passes = cln_div_up(nq, r);
+    const size_t cols = head_dim / vec + head_dim % vec; /* vectors and the scalar tail */
+    const size_t scores = kb * (2 + 2 * r + cols * (1 + r));
+    const size_t update = r * (1 + 2 * kb);
+    const size_t wsum = cols * (1 + 2 * r + kb * (1 + r));
+    return 2 * passes * r * (head_dim + 1) + blocks * passes * (scores + update + wsum + 2) + 16;
+}
+
+/* The CPU form: no local memory and no barrier, so a work-item per (batch entry, kv
+   head, query block, chunk); chunks where those are fewer than CLN_ATTC_ITEMS_PER_CU
+   a compute unit, each at least CLN_ATTC_MIN_CHUNK keys; then as many more as a loop
+   limit asks. */
+static clnorm_status cln_att_plan_cpu(const cln_profile *p, const cln_limits *lim,
+                                      const cln_att_shape *s, cln_att_plan *out, char *why,
+                                      size_t why_len)
+{
+    size_t max_wg = p->max_wg ? p->max_wg : 1;
+    if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
+    out->cpu = 1;
+    out->units = s->head_dim;
+    /* Work-items as one thread's loop iterations (vec > 1: the device vectorises each
+       work-item's code, PoCL) gain nothing from company; where the device runs them as
+       SIMD lanes (vec 1: llvmpipe), a group fills the lanes. */
+    size_t wg = p->vec > 1 ? 1 : CLN_ATTC_LANES;
+    if (lim->force_wg) {
+        wg = lim->force_wg;
+        if (wg > max_wg) {
+            snprintf(why, why_len, "CLNORM_WORK_GROUP=%zu: device \"%s\" allows %zu", wg,
+                     p->device_name, max_wg);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+    }
+    while (wg > max_wg) wg >>= 1;
+    out->wg = wg;
+    const size_t gq = s->q_heads / s->kv_heads * (s->q_len ? s->q_len : 1);
+    out->qblocks = cln_div_up(gq, CLN_ATTC_QMAX);
+    out->qblock = cln_div_up(gq, out->qblocks);
+
+    const size_t keys = s->kv_len ? s->kv_len : 1;
+    const size_t vec = p->vec > 1 ? p->vec : 1;
+    size_t max_keys = keys;
+    if (p->loop_limit) {
+        size_t blocks = 1;
+        while (blocks * CLN_ATTC_KB < keys &&
+               cln_attc_trips(out->qblock, s->head_dim, vec, blocks + 1) <= p->loop_limit)
+            blocks++;
+        max_keys = blocks * CLN_ATTC_KB;
+    }
+    const size_t base = (s->batch ? s->batch : 1) * s->kv_heads * out->qblocks;
+    if (lim->force_slices) {
+        const size_t want = lim->force_slices < keys ? lim->force_slices : keys;
+        out->chunk_len = cln_div_up(keys, want);
+        if (out->chunk_len > max_keys) {
+            snprintf(why, why_len, "CLNORM_SPLIT=%zu leaves %zu keys per work-item, more than "
+                     "device \"%s\" may loop over (%zu)", lim->force_slices, out->chunk_len,
+                     p->device_name, max_keys);
+            return CLNORM_INVALID_ARGUMENT;
+        }
+    } else {
+        const size_t target = (size_t)p->compute_units * CLN_ATTC_ITEMS_PER_CU;
+        size_t want = base >= target ? 1 : cln_div_up(target, base);
+        const size_t most = cln_div_up(keys, CLN_ATTC_MIN_CHUNK);
+        if (want > most) want = most;
+        if (cln_div_up(keys, want) > max_keys) want = cln_div_up(keys, max_keys);
+        /* Whole key blocks a chunk, where that keeps within the limit. */
+        out->chunk_len = cln_div_up(keys, want);
+        const size_t whole = cln_div_up(out->chunk_len, CLN_ATTC_KB) * CLN_ATTC_KB;
+        if (whole <= max_keys) out->chunk_len = whole;
+    }
+    out->chunks = cln_div_up(keys, out->chunk_len);
+    if (out->chunk_len > 0xffffffffu || out->chunks > 0xffffffffu) {
+        snprintf(why, why_len, "kv_len %zu is too long", s->kv_len);
+        return CLNORM_INVALID_ARGUMENT;
+    }
+    out->items = base * out->chunks;
+    out->groups = cln_div_up(out->items, wg);
+    out->reduce_wg = cln_att_merge_wg(p, lim, s->head_dim);
+    out->part_bytes = out->chunks > 1 ? (s->batch * s->q_heads * s->q_len) * out->chunks *
+                                            (s->head_dim + 2) * sizeof(float)
+                                      : 0;
+    return CLNORM_SUCCESS;
 }
 
 size_t cln_att_merge_wg(const cln_profile *p, const cln_limits *lim, size_t head_dim)
@@ -75,6 +172,7 @@ clnorm_status cln_att_plan_make(const cln_profile *p, const cln_limits *lim,
                  s->q_heads, s->kv_heads);
         return CLNORM_INVALID_ARGUMENT;
     }
+    if (!gpu) return cln_att_plan_cpu(p, lim, s, out, why, why_len);
     out->units = s->vec4 ? s->head_dim / 4 : s->head_dim;
 
     /* Work-group: the device class's size, wide enough that CLN_ATT_UPI units per

@@ -12,6 +12,11 @@
 #define CLN_ATT_UPI 2
 #define CLN_ATT_QPI 4
 #define CLN_ATT_QS 8
+/* The CPU form (cl/attention_cpu.cl): queries a work-item holds, keys per block,
+   queries per pass over a block (CLN_ATTC_QMAX, _KB and _R there). */
+#define CLN_ATTC_QMAX 16
+#define CLN_ATTC_KB 16
+#define CLN_ATTC_R 4
 /* Largest head_dim of the contract. */
 #define CLN_ATT_HEAD_DIM_MAX 256
 
@@ -23,13 +28,18 @@ typedef struct cln_att_shape {
 
 typedef struct cln_att_plan {
     cln_path path;
+    int cpu;              /* 1: the CPU form clnorm_attention_cpu, a work-item per
+                             (batch entry, kv head, query block, chunk), no local
+                             memory; 0: clnorm_attention, a work-group each */
     size_t wg;            /* work-group size and keys per tile; a power of two */
     size_t units;         /* column units of a row: head_dim / 4 or head_dim */
     size_t col_lanes;     /* work-items across the units in the weighted sum */
-    size_t qblock;        /* queries per work-group, a power of two dividing wg */
+    size_t qblock;        /* queries per work-group (the CPU form: per work-item); in
+                             the GPU form a power of two dividing wg */
     size_t qblocks;       /* blocks per (batch entry, kv head) */
     size_t chunks;        /* key chunks, one work-group each; 1: no split */
     size_t chunk_len;     /* keys per chunk */
+    size_t items;         /* the CPU form's work-items with work (0 in the other) */
     size_t groups;        /* work-groups of the attention kernel */
     size_t local_bytes;   /* its local memory */
     size_t reduce_wg;     /* work-group of the split-K merge, one per query row */

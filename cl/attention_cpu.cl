@@ -1,0 +1,229 @@
+/* Attention on CPUs: the same results as clnorm_attention (cl/attention.cl), shaped for
+ * devices that run a work-item as one thread's loop and vectorise only its own code.
+ *
+ * clnorm_attention_cpu: one work-item serves one (batch entry, kv head, block of
+ * queries, chunk of keys), with no local memory and no barrier. It keeps the block's
+ * scaled q, a running (m, l) per query and the output accumulators in private memory
+ * and walks its keys in blocks of CLN_ATTC_KB: for CLN_ATTC_R queries at a time it
+ * scores the block's keys (K rows in vectors of CLN_VEC elements over head_dim, a
+ * scalar tail where head_dim is not a multiple), folds the block into each query's
+ * (m, l) as online softmax does, rescales the accumulators once, and adds p * v with
+ * each V vector read once for the R queries while their accumulators stay in
+ * registers. With one chunk it writes out and lse; with several, the records that
+ * clnorm_attention_reduce merges (the layout of cl/attention.cl).
+ *
+ * Special values as clnorm_attention: an unseen key (causal, kv_lens) scores -inf and
+ * a weight of 0 adds nothing, so its NaN or inf never leaks; a NaN score makes the
+ * query's l and output NaN; +inf scores share the weight (cln_w).
+ */
+/* Queries a work-item holds, keys per block and queries per pass over a block; the
+   plan keeps to CLN_ATTC_QMAX (src/plan_attention.h). */
+#define CLN_ATTC_QMAX 16
+#define CLN_ATTC_KB 16
+#define CLN_ATTC_R 4
+/* Row length of the private q and accumulator rows: the contract's largest head_dim. */
+#define CLN_ATTC_HD 256
+
+/* Vectors of CLN_VEC elements; vloadn asks only for the element's alignment, so any
+   offset and stride work. The kernel also compiles for GPUs (clnorm_warmup builds
+   every kernel), where CLN_LOADV would assume aligned vectors. */
+#if CLN_VEC > 1
+#define CLN_ATTC_W CLN_VEC
+typedef cln_fv cln_attc_v;
+#define CLN_ATTC_PLOAD(p, u) CLN_CAT(vload, CLN_VEC)((u), (p))
+#define CLN_ATTC_PSTORE(p, u, x) CLN_CAT(vstore, CLN_VEC)((x), (u), (p))
+#if CLN_DTYPE == 0
+#define CLN_ATTC_GLOAD(p, u) CLN_CAT(vload, CLN_VEC)((u), (p))
+#elif CLN_DTYPE == 2
+#define CLN_ATTC_GLOAD(p, u) \
+    CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_CAT(vload, CLN_VEC)((u), (p))) << 16)
+#elif CLN_BLOCKED
+#define CLN_ATTC_GLOAD(p, u) CLN_LOADV((p), (u))
+#else
+#define CLN_ATTC_GLOAD(p, u) CLN_CAT(vload_half, CLN_VEC)((u), (p))
+#endif
+#else
+#define CLN_ATTC_W 1
+typedef float cln_attc_v;
+#define CLN_ATTC_PLOAD(p, u) ((p)[(u)])
+#define CLN_ATTC_PSTORE(p, u, x) ((p)[(u)] = (x))
+#define CLN_ATTC_GLOAD(p, u) CLN_LOAD((p), (u))
+#endif
+
+/* The sum of a vector's lanes. */
+inline float cln_attc_hsum(cln_attc_v x)
+{
+#if CLN_ATTC_W == 16
+    const float8 a = x.lo + x.hi;
+    const float4 b = a.lo + a.hi;
+#elif CLN_ATTC_W == 8
+    const float4 b = x.lo + x.hi;
+#elif CLN_ATTC_W == 4
+    const float4 b = x;
+#endif
+#if CLN_ATTC_W >= 4
+    const float2 c = b.lo + b.hi;
+    return c.x + c.y;
+#elif CLN_ATTC_W == 2
+    return x.x + x.y;
+#else
+    return x;
+#endif
+}
+
+#if !CLN_ONLY || CLN_ONLY_clnorm_attention_cpu
+__kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qsb, ulong qsh,
+                                   ulong qsl, const __global cln_t *k, ulong koff, ulong ksb,
+                                   ulong ksh, ulong ksl, const __global cln_t *v, ulong voff,
+                                   ulong vsb, ulong vsh, ulong vsl, __global cln_t *out,
+                                   ulong ooff, ulong osb, ulong osh, ulong osl,
+                                   __global float *lse, const __global int *kv_lens,
+                                   uint flags, uint q_heads, uint kv_heads, uint q_len,
+                                   uint kv_len, uint head_dim, float scale, uint qblock,
+                                   uint qblocks, uint chunks, uint chunk_len, ulong items,
+                                   __global float *part)
+{
+    const ulong gid = get_global_id(0);
+    /* The NDRange is rounded up to whole work-groups. */
+    if (gid >= items) return;
+    const uint c = (uint)(gid % chunks);
+    ulong rest = gid / chunks;
+    const uint qb = (uint)(rest % qblocks);
+    rest /= qblocks;
+    const uint kvh = (uint)(rest % kv_heads);
+    const ulong b = rest / kv_heads;
+    const uint g = q_heads / kv_heads, gq = g * q_len;
+    const uint q0 = qb * qblock, nq = min(qblock, gq - q0);
+    const bool causal = (flags & CLN_ATT_CAUSAL) != 0;
+    const uint units = head_dim / CLN_ATTC_W, tail0 = units * CLN_ATTC_W;
+
+    /* The keys of this entry; kv_lens values outside 0..kv_len are clamped. */
+    long keys = kv_len;
+    if (flags & CLN_ATT_LENS) {
+        const int kl = kv_lens[b];
+        keys = kl < 0 ? 0 : min((long)kl, (long)kv_len);
+    }
+    /* Keys past the last one any query of the block sees are not read. */
+    long kend = keys;
+    if (causal) {
+        uint tmax = q_len - 1u;
+        if (nq < q_len) {
+            const uint t0 = q0 % q_len, t1 = (q0 + nq - 1u) % q_len;
+            if (t1 >= t0) tmax = t1;
+        }
+        kend = min(kend, (long)tmax + keys - (long)q_len + 1);
+    }
+    const long j0 = (long)c * chunk_len, j1 = min(j0 + (long)chunk_len, kend);
+
+    /* The block's queries, scaled; a pass's queries past nq are zeros, never written. */
+    float qp[CLN_ATTC_QMAX * CLN_ATTC_HD], acc[CLN_ATTC_QMAX * CLN_ATTC_HD];
+    float mrun[CLN_ATTC_QMAX], lrun[CLN_ATTC_QMAX];
+    long last[CLN_ATTC_QMAX];
+    const uint npass = (nq + CLN_ATTC_R - 1u) / CLN_ATTC_R, nqp = npass * CLN_ATTC_R;
+    const ulong qbase = qoff + b * qsb, kbase = koff + b * ksb + (ulong)kvh * ksh;
+    const ulong vbase = voff + b * vsb + (ulong)kvh * vsh;
+    for (uint i = 0; i < nqp; i++) {
+        __private float *qr = qp + i * CLN_ATTC_HD, *ar = acc + i * CLN_ATTC_HD;
+        const uint qq = q0 + i, h = kvh * g + qq / q_len, t = qq % q_len;
+        const ulong qrow = qbase + (ulong)h * qsh + (ulong)t * qsl;
+        for (uint d = 0; d < head_dim; d++) {
+            qr[d] = i < nq ? scale * CLN_LOAD(q, qrow + d) : 0.0f;
+            ar[d] = 0.0f;
+        }
+        mrun[i] = -INFINITY;
+        lrun[i] = 0.0f;
+        last[i] = causal ? (long)t + keys - (long)q_len : keys - 1;
+    }
+
+    for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
+        const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
+        for (uint q4 = 0; q4 < nqp; q4 += CLN_ATTC_R) {
+            /* Scores of the block's keys; -inf where a query does not see the key. */
+            float s[CLN_ATTC_R][CLN_ATTC_KB];
+            for (uint jj = 0; jj < nk; jj++) {
+                const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
+                cln_attc_v sv[CLN_ATTC_R];
+                float st[CLN_ATTC_R];
+                for (uint i = 0; i < CLN_ATTC_R; i++) {
+                    sv[i] = (cln_attc_v)(0.0f);
+                    st[i] = 0.0f;
+                }
+                for (uint u = 0; u < units; u++) {
+                    const cln_attc_v kk = CLN_ATTC_GLOAD(kr, u);
+                    for (uint i = 0; i < CLN_ATTC_R; i++)
+                        sv[i] = fma(CLN_ATTC_PLOAD(qp + (q4 + i) * CLN_ATTC_HD, u), kk, sv[i]);
+                }
+                for (uint d = tail0; d < head_dim; d++) {
+                    const float kk = CLN_LOAD(kr, d);
+                    for (uint i = 0; i < CLN_ATTC_R; i++)
+                        st[i] = fma(qp[(q4 + i) * CLN_ATTC_HD + d], kk, st[i]);
+                }
+                for (uint i = 0; i < CLN_ATTC_R; i++)
+                    s[i][jj] = jb + jj <= last[q4 + i] ? cln_attc_hsum(sv[i]) + st[i] : -INFINITY;
+            }
+            /* The block into each query's running (m, l); the scores become weights. */
+            float alpha[CLN_ATTC_R];
+            for (uint i = 0; i < CLN_ATTC_R; i++) {
+                float mb = -INFINITY;
+                for (uint jj = 0; jj < nk; jj++) mb = fmax(mb, s[i][jj]);
+                const float mo = mrun[q4 + i], mn = fmax(mo, mb);
+                float l = 0.0f;
+                for (uint jj = 0; jj < nk; jj++) {
+                    const float p = cln_w(s[i][jj], mn);
+                    s[i][jj] = p;
+                    l += p;
+                }
+                alpha[i] = cln_w(mo, mn);
+                lrun[q4 + i] = lrun[q4 + i] * alpha[i] + l;
+                mrun[q4 + i] = mn;
+            }
+            /* Rescale, then add the weighted V rows, each vector read once for the
+               pass's queries. A weight of 0 adds nothing, even where v is NaN. */
+            for (uint u = 0; u < units; u++) {
+                cln_attc_v a[CLN_ATTC_R];
+                for (uint i = 0; i < CLN_ATTC_R; i++)
+                    a[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
+                for (uint jj = 0; jj < nk; jj++) {
+                    const cln_attc_v vv = CLN_ATTC_GLOAD(v + vbase + (ulong)(jb + jj) * vsl, u);
+                    for (uint i = 0; i < CLN_ATTC_R; i++) {
+                        const float p = s[i][jj];
+                        a[i] = p != 0.0f ? fma((cln_attc_v)(p), vv, a[i]) : a[i];
+                    }
+                }
+                for (uint i = 0; i < CLN_ATTC_R; i++)
+                    CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u, a[i]);
+            }
+            for (uint d = tail0; d < head_dim; d++) {
+                float a[CLN_ATTC_R];
+                for (uint i = 0; i < CLN_ATTC_R; i++) a[i] = acc[(q4 + i) * CLN_ATTC_HD + d] * alpha[i];
+                for (uint jj = 0; jj < nk; jj++) {
+                    const float vv = CLN_LOAD(v, vbase + (ulong)(jb + jj) * vsl + d);
+                    for (uint i = 0; i < CLN_ATTC_R; i++) {
+                        const float p = s[i][jj];
+                        a[i] = p != 0.0f ? fma(p, vv, a[i]) : a[i];
+                    }
+                }
+                for (uint i = 0; i < CLN_ATTC_R; i++) acc[(q4 + i) * CLN_ATTC_HD + d] = a[i];
+            }
+        }
+    }
+
+    /* The block's results: out and lse, or the chunk's records. */
+    for (uint i = 0; i < nq; i++) {
+        const float lq = lrun[i];
+        const uint qq = q0 + i, h = kvh * g + qq / q_len, t = qq % q_len;
+        const ulong r = (b * kv_heads + kvh) * gq + qq;
+        __private const float *ar = acc + i * CLN_ATTC_HD;
+        if (chunks == 1u) {
+            const ulong orow = ooff + b * osb + (ulong)h * osh + (ulong)t * osl;
+            for (uint d = 0; d < head_dim; d++) CLN_STORE(out, orow + d, lq == 0.0f ? 0.0f : ar[d] / lq);
+            if (flags & CLN_ATT_LSE) lse[r] = cln_att_lse(mrun[i], lq);
+        } else {
+            __global float *rec = part + (r * chunks + c) * (head_dim + 2ul);
+            rec[0] = mrun[i];
+            rec[1] = lq;
+            for (uint d = 0; d < head_dim; d++) rec[2 + d] = lq == 0.0f ? 0.0f : ar[d] / lq;
+        }
+    }
+}
+#endif
