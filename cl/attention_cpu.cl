@@ -24,9 +24,10 @@
 /* Row length of the private q and accumulator rows: the contract's largest head_dim. */
 #define CLN_ATTC_HD 256
 
-/* Vectors of CLN_VEC elements; vloadn asks only for the element's alignment, so any
-   offset and stride work. The kernel also compiles for GPUs (clnorm_warmup builds
-   every kernel), where CLN_LOADV would assume aligned vectors. */
+/* Vectors of CLN_VEC elements, scalars where the device runs work-items as SIMD lanes
+   (CLN_VEC 1, llvmpipe). vloadn asks only for the element's alignment, so any offset
+   and stride work. The kernel also compiles for GPUs (clnorm_warmup builds every
+   kernel), where CLN_LOADV would assume aligned vectors. */
 #if CLN_VEC > 1
 #define CLN_ATTC_W CLN_VEC
 typedef cln_fv cln_attc_v;

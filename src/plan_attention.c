@@ -54,18 +54,17 @@ static size_t cln_att_tile_trips(size_t qblock, size_t wg, size_t units)
     return trips + 8;
 }
 
-/* The CPU form's loop trips for a work-item of nq queries over `blocks` key blocks,
-   counting every loop of cl/attention_cpu.cl as not unrolled, for devices with a loop
-   limit: the set-up and the results (a trip per column and query), and per block and
-   pass of CLN_ATTC_R queries the scores, the (m, l) update and the weighted sum. */
-static size_t cln_attc_trips(size_t nq, size_t head_dim, size_t vec, size_t blocks)
+/* Counted for llvmpipe, the device with a loop limit, where the kernel runs on scalars
+   and the loops over a pass's CLN_ATTC_R queries are unrolled: the set-up and the
+   results, a trip per column and query each, and per key and pass 2.5 trips per
+   column (a score's and a weighted sum's take two) and 32 for the rest. Measured
+   there with head_dim 64 and 4 queries: 342 keys a work-item ran whole, 410 stopped
+   early (160 to 191 trips a key); this counts 192. */
+size_t cln_att_cpu_trips(size_t nq, size_t head_dim, size_t keys)
 {
-    const size_t r = CLN_ATTC_R, kb = CLN_ATTC_KB, passes = cln_div_up(nq, r);
-    const size_t cols = head_dim / vec + head_dim % vec; /* vectors and the scalar tail */
-    const size_t scores = kb * (2 + 2 * r + cols * (1 + r));
-    const size_t update = r * (1 + 2 * kb);
-    const size_t wsum = cols * (1 + 2 * r + kb * (1 + r));
-    return 2 * passes * r * (head_dim + 1) + blocks * passes * (scores + update + wsum + 2) + 16;
+    const size_t passes = cln_div_up(nq, CLN_ATTC_R), blocks = cln_div_up(keys, CLN_ATTC_KB);
+    return 2 * passes * CLN_ATTC_R * (head_dim + 1) + 16 +
+           blocks * passes * CLN_ATTC_KB * (5 * head_dim / 2 + 32);
 }
 
 /* The CPU form: no local memory and no barrier, so a work-item per (batch entry, kv
@@ -99,12 +98,13 @@ static clnorm_status cln_att_plan_cpu(const cln_profile *p, const cln_limits *li
     out->qblock = cln_div_up(gq, out->qblocks);
 
     const size_t keys = s->kv_len ? s->kv_len : 1;
-    const size_t vec = p->vec > 1 ? p->vec : 1;
     size_t max_keys = keys;
     if (p->loop_limit) {
+        /* loop_limit is per loop of a kernel of four (src/profile.c); the form's
+           loops share the shader's whole budget. */
         size_t blocks = 1;
         while (blocks * CLN_ATTC_KB < keys &&
-               cln_attc_trips(out->qblock, s->head_dim, vec, blocks + 1) <= p->loop_limit)
+               cln_att_cpu_trips(out->qblock, s->head_dim, (blocks + 1) * CLN_ATTC_KB) <= 4 * (size_t)p->loop_limit)
             blocks++;
         max_keys = blocks * CLN_ATTC_KB;
     }

@@ -53,6 +53,9 @@ typedef struct cln_att_plan {
 CLN_HIDDEN clnorm_status cln_att_plan_make(const cln_profile *p, const cln_limits *lim,
                                            const cln_att_shape *s, cln_att_plan *out,
                                            char *why, size_t why_len);
+/* Loop trips of a work-item of the CPU form with nq queries over `keys` keys (whole
+   blocks of CLN_ATTC_KB), as the plan counts them against a loop limit. Pure. */
+CLN_HIDDEN size_t cln_att_cpu_trips(size_t nq, size_t head_dim, size_t keys);
 /* Work-group size of clnorm_attention_merge (one group per row). Pure. */
 CLN_HIDDEN size_t cln_att_merge_wg(const cln_profile *p, const cln_limits *lim,
                                    size_t head_dim);

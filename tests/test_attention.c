@@ -4,12 +4,31 @@
    attention_split (split-K forced, both reduction paths). */
 #include "attention.h"
 #include "clnorm_advanced.h"
+#include "plan_attention.h"
+#include "profile.h"
 #include "test.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void test_attention_values(void)
 {
+    /* CPU devices run the CPU form (cl/attention_cpu.cl; CLNORM_TRACE=1 names the kernel
+       of each call), other devices the work-group form. */
+    const cln_profile *prof;
+    if (CHECK_ST(cln_profile_get(T.dev, &prof), CLNORM_SUCCESS)) {
+        cln_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.force_path = -1;
+        lim.force_variant = -1;
+        const cln_att_shape sh = {1, 32, 8, 1, 8192, 128, 1};
+        cln_att_plan pl;
+        char why[256];
+        if (CHECK_ST(cln_att_plan_make(prof, &lim, &sh, &pl, why, sizeof why), CLNORM_SUCCESS))
+            CHECK(pl.cpu == ((prof->type & CL_DEVICE_TYPE_CPU) != 0),
+                  "device type %#llx planned the %s form", (unsigned long long)prof->type,
+                  pl.cpu ? "CPU" : "work-group");
+    }
     /* batch, q_heads, kv_heads, q_len, kv_len, head_dim, causal */
     static const size_t shapes[][7] = {
         {1, 1, 1, 1, 1, 1, 0},      {2, 4, 1, 1, 13, 64, 0},   {1, 8, 8, 3, 31, 80, 1},

@@ -1,9 +1,7 @@
 /* attention_bad_input (every refusal: its status, a message naming the value, nothing
-   written), attention_events (wait lists, events, the no-op calls) and attention_plan
-   (the pure plan on synthetic devices). */
+   written) and attention_events (wait lists, events, the no-op calls). */
 #include "attention.h"
 #include "clnorm_advanced.h"
-#include "plan_attention.h"
 #include "test.h"
 
 #include <math.h>
@@ -198,82 +196,4 @@ void test_attention_events(void)
     }
     fx_free(&g);
     fx_free(&f);
-}
-
-static cln_profile synth(int gpu, cl_uint cus, size_t max_wg, cl_ulong local, unsigned loop)
-{
-    cln_profile p;
-    memset(&p, 0, sizeof p);
-    strcpy(p.device_name, gpu ? "synthetic GPU" : "synthetic CPU");
-    p.type = gpu ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU;
-    p.compute_units = cus;
-    p.max_wg = max_wg;
-    p.local_mem = local;
-    p.loop_limit = loop;
-    p.best_path = gpu ? CLN_PATH_NV : CLN_PATH_LOCAL;
-    return p;
-}
-
-void test_attention_plan(void)
-{
-    const cln_profile devs[] = {synth(1, 132, 1024, 49152, 0), synth(0, 2, 4096, 524288, 0),
-                                synth(0, 8, 1024, 32768, 16000), synth(1, 4, 256, 16384, 0)};
-    static const size_t shapes[][6] = {/* batch, q_heads, kv_heads, q_len, kv_len, head_dim */
-                                       {1, 32, 8, 1, 8192, 128}, {64, 32, 8, 1, 8192, 128},
-                                       {8, 32, 8, 16, 8192, 128}, {1, 1, 1, 1, 1, 1},
-                                       {2, 8, 1, 37, 37, 256},    {1, 4, 4, 1, 40000, 80},
-                                       {3, 6, 2, 5, 0, 3}};
-    cln_limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.force_path = -1;
-    lim.force_variant = -1;
-    char why[256];
-    for (size_t di = 0; di < COUNT_OF(devs); di++)
-        for (size_t si = 0; si < COUNT_OF(shapes); si++)
-            for (int vec4 = 0; vec4 <= 1; vec4++) {
-                const size_t *s = shapes[si];
-                const cln_att_shape sh = {s[0], s[1], s[2], s[3], s[4], s[5], vec4 && s[5] % 4 == 0};
-                cln_att_plan pl;
-                const cln_profile *p = &devs[di];
-                if (!CHECK_ST(cln_att_plan_make(p, &lim, &sh, &pl, why, sizeof why),
-                              CLNORM_SUCCESS))
-                    continue;
-                const size_t gq = s[1] / s[2] * s[3], keys = s[4] ? s[4] : 1;
-                CHECK((pl.wg & (pl.wg - 1)) == 0 && pl.wg <= p->max_wg && pl.qblock &&
-                          pl.wg % pl.qblock == 0 && pl.local_bytes <= p->local_mem &&
-                          pl.qblocks * pl.qblock >= gq && (pl.qblocks - 1) * pl.qblock < gq &&
-                          pl.col_lanes * CLN_ATT_UPI >= pl.units &&
-                          pl.qblock <= pl.wg / pl.col_lanes * CLN_ATT_QPI &&
-                          pl.chunks * pl.chunk_len >= keys &&
-                          (pl.chunks - 1) * pl.chunk_len < keys &&
-                          pl.groups == s[0] * s[2] * pl.qblocks * pl.chunks,
-                      "device %zu shape %zu: wg %zu qblock %zu x %zu, lanes %zu, chunks %zu x "
-                      "%zu, local %zu", di, si, pl.wg, pl.qblock, pl.qblocks, pl.col_lanes,
-                      pl.chunks, pl.chunk_len, pl.local_bytes);
-                if (p->loop_limit)
-                    CHECK((pl.chunk_len + pl.wg - 1) / pl.wg * (pl.units + 2 * pl.qblock + pl.wg)
-                              <= 2 * (size_t)p->loop_limit,
-                          "device %zu shape %zu: %zu keys a group pass the loop limit", di, si,
-                          pl.chunk_len);
-            }
-    /* Split-K where (batch, kv head) groups are too few: decode on the big GPU. */
-    cln_att_plan pl;
-    const cln_att_shape dec1 = {1, 32, 8, 1, 8192, 128, 1}, dec64 = {64, 32, 8, 1, 8192, 128, 1};
-    if (CHECK_ST(cln_att_plan_make(&devs[0], &lim, &dec1, &pl, why, sizeof why), CLNORM_SUCCESS))
-        CHECK(pl.chunks >= 8 && pl.groups >= 2 * 132, "batch 1 decode: %zu chunks, %zu groups",
-              pl.chunks, pl.groups);
-    if (CHECK_ST(cln_att_plan_make(&devs[0], &lim, &dec64, &pl, why, sizeof why), CLNORM_SUCCESS))
-        CHECK(pl.chunks <= 4 && pl.chunks < (8192 + 127) / 128, "batch 64 decode: %zu chunks", pl.chunks);
-    /* Forced: chunks, a work-group, a path. */
-    lim.force_slices = 3;
-    if (CHECK_ST(cln_att_plan_make(&devs[1], &lim, &dec1, &pl, why, sizeof why), CLNORM_SUCCESS))
-        CHECK(pl.chunks == 3, "CLNORM_SPLIT=3 gave %zu chunks", pl.chunks);
-    lim.force_slices = 0;
-    lim.force_wg = 48;
-    CHECK_ST(cln_att_plan_make(&devs[0], &lim, &dec1, &pl, why, sizeof why),
-             CLNORM_INVALID_ARGUMENT);
-    lim.force_wg = 0;
-    lim.force_path = CLN_PATH_SUBGROUP;
-    CHECK_ST(cln_att_plan_make(&devs[1], &lim, &dec1, &pl, why, sizeof why), CLNORM_UNSUPPORTED);
-    CHECK(t_mentions(why, "CLNORM_REDUCTION"), "\"%s\" names CLNORM_REDUCTION", why);
 }

@@ -1,7 +1,5 @@
-/* attention_special (NaN and infinite scores, NaN values), attention_merge (halves of
-   the keys merged equal attention over all; special rows), attention_bad_input (every
-   refusal writes nothing), attention_events (wait lists, events, the no-op calls) and
-   attention_plan (the pure plan on synthetic devices). */
+/* attention_special (NaN and infinite scores, NaN values) and attention_merge (halves
+   of the keys merged equal attention over all; special rows). */
 #include "attention.h"
 #include "plan_attention.h"
 #include "test.h"
