@@ -21,7 +21,9 @@
 #define CLN_ATTC_QMAX 16
 #define CLN_ATTC_KB 16
 #define CLN_ATTC_R 4
-/* Row length of the private q and accumulator rows: the contract's largest head_dim. */
+/* Row length of the private q and accumulator rows: the contract's largest head_dim.
+   The loops over a pass's CLN_ATTC_R queries are unrolled by pragma: PoCL 3.1 leaves
+   them rolled otherwise, with the accumulators on the stack. */
 #define CLN_ATTC_HD 256
 
 /* Vectors of CLN_VEC elements, scalars where the device runs work-items as SIMD lanes
@@ -145,25 +147,30 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                 const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
                 cln_attc_v sv[CLN_ATTC_R];
                 float st[CLN_ATTC_R];
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++) {
                     sv[i] = (cln_attc_v)(0.0f);
                     st[i] = 0.0f;
                 }
                 for (uint u = 0; u < units; u++) {
                     const cln_attc_v kk = CLN_ATTC_GLOAD(kr, u);
+                    #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++)
                         sv[i] = fma(CLN_ATTC_PLOAD(qp + (q4 + i) * CLN_ATTC_HD, u), kk, sv[i]);
                 }
                 for (uint d = tail0; d < head_dim; d++) {
                     const float kk = CLN_LOAD(kr, d);
+                    #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++)
                         st[i] = fma(qp[(q4 + i) * CLN_ATTC_HD + d], kk, st[i]);
                 }
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     s[i][jj] = jb + jj <= last[q4 + i] ? cln_attc_hsum(sv[i]) + st[i] : -INFINITY;
             }
             /* The block into each query's running (m, l); the scores become weights. */
             float alpha[CLN_ATTC_R];
+            #pragma unroll
             for (uint i = 0; i < CLN_ATTC_R; i++) {
                 float mb = -INFINITY;
                 for (uint jj = 0; jj < nk; jj++) mb = fmax(mb, s[i][jj]);
@@ -182,28 +189,34 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                pass's queries. A weight of 0 adds nothing, even where v is NaN. */
             for (uint u = 0; u < units; u++) {
                 cln_attc_v a[CLN_ATTC_R];
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     a[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
                 for (uint jj = 0; jj < nk; jj++) {
                     const cln_attc_v vv = CLN_ATTC_GLOAD(v + vbase + (ulong)(jb + jj) * vsl, u);
+                    #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float p = s[i][jj];
                         a[i] = p != 0.0f ? fma((cln_attc_v)(p), vv, a[i]) : a[i];
                     }
                 }
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u, a[i]);
             }
             for (uint d = tail0; d < head_dim; d++) {
                 float a[CLN_ATTC_R];
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++) a[i] = acc[(q4 + i) * CLN_ATTC_HD + d] * alpha[i];
                 for (uint jj = 0; jj < nk; jj++) {
                     const float vv = CLN_LOAD(v, vbase + (ulong)(jb + jj) * vsl + d);
+                    #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float p = s[i][jj];
                         a[i] = p != 0.0f ? fma(p, vv, a[i]) : a[i];
                     }
                 }
+                #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++) acc[(q4 + i) * CLN_ATTC_HD + d] = a[i];
             }
         }

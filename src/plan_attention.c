@@ -172,7 +172,11 @@ clnorm_status cln_att_plan_make(const cln_profile *p, const cln_limits *lim,
                  s->q_heads, s->kv_heads);
         return CLNORM_INVALID_ARGUMENT;
     }
-    if (!gpu) return cln_att_plan_cpu(p, lim, s, out, why, why_len);
+    /* The form: CPU devices get the CPU form; CLNORM_VARIANT=reg forces it and
+       stream the work-group form anywhere (the Oclgrind sweep runs both). */
+    const int cpu = lim->force_variant == CLN_VAR_REGISTERS ? 1
+                    : lim->force_variant == CLN_VAR_STREAM ? 0 : !gpu;
+    if (cpu) return cln_att_plan_cpu(p, lim, s, out, why, why_len);
     out->units = s->vec4 ? s->head_dim / 4 : s->head_dim;
 
     /* Work-group: the device class's size, wide enough that CLN_ATT_UPI units per

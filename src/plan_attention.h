@@ -47,7 +47,8 @@ typedef struct cln_att_plan {
 } cln_att_plan;
 
 /* Plans attention of shape s on p under lim (its force_path, max_wg, force_wg,
-   max_local and force_slices, the forced chunk count). Returns CLNORM_UNSUPPORTED
+   max_local and force_slices, the forced chunk count; force_variant REGISTERS forces
+   the CPU form, STREAM the work-group form). Returns CLNORM_UNSUPPORTED
    (no shape fits the device, a forced path it lacks) or CLNORM_INVALID_ARGUMENT (a
    forced size that cannot work), with the reason in why. */
 CLN_HIDDEN clnorm_status cln_att_plan_make(const cln_profile *p, const cln_limits *lim,

@@ -681,8 +681,9 @@ int main(int argc, char **argv)
             unsigned ran = sw_attention(c.ctx, c.q, (clnorm_dtype)dt, c.verbose, &c.failures,
                                         &c.cases);
             static const char *const names[] = {"clnorm_attention", "clnorm_attention_reduce",
-                                                "clnorm_attention_merge"};
-            for (int i = 0; i < 3; i++) {
+                                                "clnorm_attention_merge",
+                                                "clnorm_attention_cpu"};
+            for (int i = 0; i < 4; i++) {
                 size_t k = kernel_index(names[i]);
                 if (k < SW_MAX_KERNELS && (ran & (1u << i)))
                     coverage[b][dt][k] |= COV_RAN | COV_TAIL | COV_NPOT;

@@ -53,7 +53,7 @@ static cl_mem upload(cl_context ctx, clnorm_dtype dt, const float *x, size_t n)
 
 /* One attention call, out in rows padded by 3 canaries; returns failures. */
 static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, size_t hd,
-                         size_t split, uint64_t *seed, int verbose)
+                         size_t split, int variant, uint64_t *seed, int verbose)
 {
     enum { B = 2, QH = 4, KVH = 2, QL = 3, KV = 37, PAD = 3 };
     const int lens[B] = {0, 30};
@@ -87,13 +87,14 @@ static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, si
     clnorm_plan_hints h;
     clnorm_plan_hints_init(&h);
     h.split = split;
+    h.variant = variant;
     clnorm_set_thread_hints(&h);
     unsigned long bad = 0;
     clnorm_status st = clnorm_attention(q, dt, &d, tq, tk, tv, to, bl, 0, NULL, NULL);
     clnorm_set_thread_hints(NULL);
     if (st) {
-        printf("FAIL: attention %s hd %zu split %zu: %s\n", rel_dtype_name(dt), hd, split,
-               clnorm_last_error());
+        printf("FAIL: attention %s hd %zu split %zu %s: %s\n", rel_dtype_name(dt), hd, split,
+               clnorm_variant_name(variant), clnorm_last_error());
         bad++;
     } else {
         clEnqueueReadBuffer(q, bo, CL_TRUE, 0, no * es, oimg, 0, NULL, NULL);
@@ -173,14 +174,19 @@ unsigned sw_attention(cl_context ctx, cl_command_queue q, clnorm_dtype dt, int v
                       unsigned long *failures, unsigned long *cases)
 {
     uint64_t seed = 0xa77e2u + (uint64_t)dt;
-    /* head_dim 12: columns in 4-element units; 5: the scalar path, a head that is not a
-       power of two. 37 keys leave a partial last tile; split 3 runs split-K. */
+    /* head_dim 12: columns in 4-element units (the CPU form: a scalar tail past 8 and
+       16); 5: the scalar path, a head that is not a power of two. 37 keys leave a
+       partial last tile (and key block); split 3 runs split-K. 6 queries a kv head
+       make two passes of the CPU form, the second partial. Both forms, whatever the
+       device's type. */
     static const size_t shapes[][2] = {{12, 0}, {5, 0}, {12, 3}, {5, 2}};
-    for (size_t i = 0; i < 4; i++) {
-        *failures += one(ctx, q, dt, shapes[i][0], shapes[i][1], &seed, verbose);
-        ++*cases;
-    }
+    static const int forms[] = {CLNORM_VARIANT_STREAM, CLNORM_VARIANT_REGISTERS};
+    for (size_t f = 0; f < 2; f++)
+        for (size_t i = 0; i < 4; i++) {
+            *failures += one(ctx, q, dt, shapes[i][0], shapes[i][1], forms[f], &seed, verbose);
+            ++*cases;
+        }
     *failures += merge(ctx, q, dt, &seed);
     ++*cases;
-    return SWA_ATTENTION | SWA_REDUCE | SWA_MERGE;
+    return SWA_ATTENTION | SWA_REDUCE | SWA_MERGE | SWA_CPU;
 }

@@ -4,9 +4,10 @@
 
 #include "clnorm.h"
 
-/* Bits of what sw_attention ran: the attention kernel (with a partial last tile, the
-   4-element and the scalar column paths), split-K's reduce kernel, the merge. */
-enum { SWA_ATTENTION = 1, SWA_REDUCE = 2, SWA_MERGE = 4 };
+/* Bits of what sw_attention ran: the work-group attention kernel (with a partial last
+   tile, the 4-element and the scalar column paths), split-K's reduce kernel, the
+   merge, the CPU form (vectors with a scalar tail, several passes of queries). */
+enum { SWA_ATTENTION = 1, SWA_REDUCE = 2, SWA_MERGE = 4, SWA_CPU = 8 };
 
 /* Runs attention and its merge on small awkward shapes in dt on q (a queue of ctx),
    each result checked against float64 and every element outside out against its
