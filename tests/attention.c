@@ -46,7 +46,7 @@ const char *att_label(const att_case *c)
 {
     static _Thread_local char buf[320];
     snprintf(buf, sizeof buf, "attention %s b%zu qh%zu kvh%zu q_len %zu kv_len %zu hd %zu%s%s "
-             "%s/%s pad %zu off %zu%s%s", dt_name(c->dt), c->batch, c->qh, c->kvh, c->q_len,
+             "%s/%s pad %zu off %zu%s, %s", dt_name(c->dt), c->batch, c->qh, c->kvh, c->q_len,
              c->kv_len, c->hd, c->causal ? " causal" : "", c->lens ? " kv_lens" : "",
              c->q_bthd ? "bthd" : "bhtd", c->kv_bthd ? "bthd" : "bhtd", c->pad, c->off,
              c->no_lse ? " no lse" : "", plan_now());

@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "clnorm_advanced.h"
 #include "rel.h"
+#include "sweep_attention.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -673,6 +674,20 @@ int main(int argc, char **argv)
                 for (int op = 0; op < SW_NOPS; op++)
                     run_case(&c, b, (clnorm_dtype)dt, cfg, op, idx++);
             }
+        /* The attention kernels: a partial last tile (tail), the scalar column path
+           with a head of 5 (not a power of two), split-K and the merge. */
+        for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++) {
+            if (!configure(&c, &builds[b], &configs[0])) continue;
+            unsigned ran = sw_attention(c.ctx, c.q, (clnorm_dtype)dt, c.verbose, &c.failures,
+                                        &c.cases);
+            static const char *const names[] = {"clnorm_attention", "clnorm_attention_reduce",
+                                                "clnorm_attention_merge"};
+            for (int i = 0; i < 3; i++) {
+                size_t k = kernel_index(names[i]);
+                if (k < SW_MAX_KERNELS && (ran & (1u << i)))
+                    coverage[b][dt][k] |= COV_RAN | COV_TAIL | COV_NPOT;
+            }
+        }
         printf("build %-9s %4lu cases, %lu failures, %.1f s\n", builds[b].name, c.cases - c0,
                c.failures - f0, rel_now() - tb);
         fflush(stdout);
