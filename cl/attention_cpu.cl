@@ -6,10 +6,12 @@
  * scaled q, a running (m, l) per query and the output accumulators in private memory
  * and walks its keys in blocks of CLN_ATTC_KB: for CLN_ATTC_R queries at a time it
  * scores the block's keys (K rows in vectors of CLN_VEC elements over head_dim, a
- * scalar tail where head_dim is not a multiple), folds the block into each query's
- * (m, l) as online softmax does, rescales the accumulators once, and adds p * v with
- * each V vector read once for the R queries while their accumulators stay in
- * registers. With one chunk it writes out and lse; with several, the records that
+ * scalar tail where head_dim is not a multiple; two keys at a time, so that a q vector
+ * serves both), folds the block into each query's (m, l) as online softmax does,
+ * rescales the accumulators once, and adds p * v two column vectors at a time, each V
+ * vector read once for the R queries while their accumulators stay in registers. On
+ * scalars (CLN_VEC 1, llvmpipe) it takes a key and a column at a time, the loops whose
+ * trips the plan counts against llvmpipe's loop limit. With one chunk it writes out and lse; with several, the records that
  * clnorm_attention_reduce merges (the layout of cl/attention.cl).
  *
  * Special values as clnorm_attention: an unseen key (causal, kv_lens) scores -inf and
@@ -141,6 +143,123 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
     for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
         const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
         for (uint q4 = 0; q4 < nqp; q4 += CLN_ATTC_R) {
+#if CLN_ATTC_W > 1
+            /* Scores of the block's keys, two keys at a time (an odd last one is scored
+               twice), so that each q vector loaded serves both; -inf where a query does
+               not see the key. */
+            float s[CLN_ATTC_R][CLN_ATTC_KB];
+            for (uint jj = 0; jj < nk; jj += 2) {
+                const uint j2 = min(jj + 1u, nk - 1u);
+                const __global cln_t *k0 = k + kbase + (ulong)(jb + jj) * ksl;
+                const __global cln_t *k1 = k + kbase + (ulong)(jb + j2) * ksl;
+                cln_attc_v s0[CLN_ATTC_R], s1[CLN_ATTC_R];
+                float t0[CLN_ATTC_R], t1[CLN_ATTC_R];
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++) {
+                    s0[i] = s1[i] = (cln_attc_v)(0.0f);
+                    t0[i] = t1[i] = 0.0f;
+                }
+                for (uint u = 0; u < units; u++) {
+                    const cln_attc_v x0 = CLN_ATTC_GLOAD(k0, u), x1 = CLN_ATTC_GLOAD(k1, u);
+                    #pragma unroll
+                    for (uint i = 0; i < CLN_ATTC_R; i++) {
+                        const cln_attc_v qv = CLN_ATTC_PLOAD(qp + (q4 + i) * CLN_ATTC_HD, u);
+                        s0[i] = fma(qv, x0, s0[i]);
+                        s1[i] = fma(qv, x1, s1[i]);
+                    }
+                }
+                for (uint d = tail0; d < head_dim; d++) {
+                    const float x0 = CLN_LOAD(k0, d), x1 = CLN_LOAD(k1, d);
+                    #pragma unroll
+                    for (uint i = 0; i < CLN_ATTC_R; i++) {
+                        const float qv = qp[(q4 + i) * CLN_ATTC_HD + d];
+                        t0[i] = fma(qv, x0, t0[i]);
+                        t1[i] = fma(qv, x1, t1[i]);
+                    }
+                }
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++) {
+                    s[i][jj] = jb + jj <= last[q4 + i] ? cln_attc_hsum(s0[i]) + t0[i] : -INFINITY;
+                    s[i][j2] = jb + j2 <= last[q4 + i] ? cln_attc_hsum(s1[i]) + t1[i] : -INFINITY;
+                }
+            }
+            /* The block into each query's running (m, l); the scores become weights.
+               sparse: some weight is 0. */
+            float alpha[CLN_ATTC_R];
+            bool sparse = false;
+            #pragma unroll
+            for (uint i = 0; i < CLN_ATTC_R; i++) {
+                float mb = -INFINITY;
+                for (uint jj = 0; jj < nk; jj++) mb = fmax(mb, s[i][jj]);
+                const float mo = mrun[q4 + i], mn = fmax(mo, mb);
+                float l = 0.0f;
+                for (uint jj = 0; jj < nk; jj++) {
+                    const float p = cln_w(s[i][jj], mn);
+                    s[i][jj] = p;
+                    l += p;
+                    sparse |= p == 0.0f;
+                }
+                alpha[i] = cln_w(mo, mn);
+                lrun[q4 + i] = lrun[q4 + i] * alpha[i] + l;
+                mrun[q4 + i] = mn;
+            }
+            /* Rescale, then add the weighted V rows, two column vectors at a time (64
+               bytes of a float32 row on AVX2), each read once for the pass's queries.
+               A weight of 0 adds nothing, even where v is NaN: where the pass has one,
+               every product is guarded. */
+            uint u = 0;
+            for (; u + 1u < units; u += 2u) {
+                cln_attc_v a0[CLN_ATTC_R], a1[CLN_ATTC_R];
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++) {
+                    a0[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
+                    a1[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u + 1u) * alpha[i];
+                }
+                for (uint jj = 0; jj < nk; jj++) {
+                    const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
+                    const cln_attc_v v0 = CLN_ATTC_GLOAD(vr, u), v1 = CLN_ATTC_GLOAD(vr, u + 1u);
+                    if (sparse) {
+                        #pragma unroll
+                        for (uint i = 0; i < CLN_ATTC_R; i++) {
+                            const float p = s[i][jj];
+                            a0[i] = p != 0.0f ? fma((cln_attc_v)(p), v0, a0[i]) : a0[i];
+                            a1[i] = p != 0.0f ? fma((cln_attc_v)(p), v1, a1[i]) : a1[i];
+                        }
+                    } else {
+                        #pragma unroll
+                        for (uint i = 0; i < CLN_ATTC_R; i++) {
+                            const cln_attc_v p = (cln_attc_v)(s[i][jj]);
+                            a0[i] = fma(p, v0, a0[i]);
+                            a1[i] = fma(p, v1, a1[i]);
+                        }
+                    }
+                }
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++) {
+                    CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u, a0[i]);
+                    CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u + 1u, a1[i]);
+                }
+            }
+            if (u < units) {
+                cln_attc_v a[CLN_ATTC_R];
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++)
+                    a[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
+                for (uint jj = 0; jj < nk; jj++) {
+                    const cln_attc_v vv = CLN_ATTC_GLOAD(v + vbase + (ulong)(jb + jj) * vsl, u);
+                    #pragma unroll
+                    for (uint i = 0; i < CLN_ATTC_R; i++) {
+                        const float p = s[i][jj];
+                        a[i] = p != 0.0f ? fma((cln_attc_v)(p), vv, a[i]) : a[i];
+                    }
+                }
+                #pragma unroll
+                for (uint i = 0; i < CLN_ATTC_R; i++)
+                    CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u, a[i]);
+            }
+#else
+            /* On scalars (llvmpipe, whose loop limit the plan counts for these loops):
+               a key and a column at a time. */
             /* Scores of the block's keys; -inf where a query does not see the key. */
             float s[CLN_ATTC_R][CLN_ATTC_KB];
             for (uint jj = 0; jj < nk; jj++) {
@@ -204,6 +323,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     CLN_ATTC_PSTORE(acc + (q4 + i) * CLN_ATTC_HD, u, a[i]);
             }
+#endif
             for (uint d = tail0; d < head_dim; d++) {
                 float a[CLN_ATTC_R];
                 #pragma unroll
