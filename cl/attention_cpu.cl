@@ -183,21 +183,35 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                     s[i][j2] = jb + j2 <= last[q4 + i] ? cln_attc_hsum(s1[i]) + t1[i] : -INFINITY;
                 }
             }
-            /* The block into each query's running (m, l); the scores become weights.
-               sparse: some weight is 0. */
+            /* The block into each query's running (m, l); the scores become weights,
+               as one vector of CLN_ATTC_KB where the maximum is finite (cln_w is then
+               a plain exp), else key by key. sparse: some weight is 0. */
             float alpha[CLN_ATTC_R];
-            bool sparse = false;
+            bool sparse = nk < CLN_ATTC_KB;
             #pragma unroll
             for (uint i = 0; i < CLN_ATTC_R; i++) {
-                float mb = -INFINITY;
-                for (uint jj = 0; jj < nk; jj++) mb = fmax(mb, s[i][jj]);
-                const float mo = mrun[q4 + i], mn = fmax(mo, mb);
+                for (uint jj = nk; jj < CLN_ATTC_KB; jj++) s[i][jj] = -INFINITY;
+                const float16 x = vload16(0, s[i]);
+                const float8 m8 = fmax(x.lo, x.hi);
+                const float4 m4 = fmax(m8.lo, m8.hi);
+                const float2 m2 = fmax(m4.lo, m4.hi);
+                const float mo = mrun[q4 + i], mn = fmax(mo, fmax(m2.x, m2.y));
                 float l = 0.0f;
-                for (uint jj = 0; jj < nk; jj++) {
-                    const float p = cln_w(s[i][jj], mn);
-                    s[i][jj] = p;
-                    l += p;
-                    sparse |= p == 0.0f;
+                if (isfinite(mn)) {
+                    const float16 p = CLN_EXP(x - mn);
+                    vstore16(p, 0, s[i]);
+                    const float8 l8 = p.lo + p.hi;
+                    const float4 l4 = l8.lo + l8.hi;
+                    const float2 l2 = l4.lo + l4.hi;
+                    l = l2.x + l2.y;
+                    sparse |= any(p == 0.0f);
+                } else {
+                    for (uint jj = 0; jj < nk; jj++) {
+                        const float p = cln_w(s[i][jj], mn);
+                        s[i][jj] = p;
+                        l += p;
+                        sparse |= p == 0.0f;
+                    }
                 }
                 alpha[i] = cln_w(mo, mn);
                 lrun[q4 + i] = lrun[q4 + i] * alpha[i] + l;
