@@ -85,8 +85,8 @@ static const sw_config configs[] = {
        so that no group waits for another where groups run one after another (Oclgrind);
        the sweep declares its device's groups as running side by side
        (CLNORM_TEST_FAULTS=coop) so that the plan takes it. */
-    {"coop wg8 S1", "coop", "8", NULL, "1", 3, 200, 0},
-    {"coop wg6 S1", "coop", "6", NULL, "1", 3, 150, 0},
+    {"coop wg8 S1", "coop", "8", NULL, "1", 3, 203, 0},
+    {"coop wg6 S1", "coop", "6", NULL, "1", 3, 151, 0},
     /* Rows in registers as words of two elements: the half-slot RMSNorm kernels where
        they hold the row, the full ones where only those do (122 columns in float32,
        250 in 16 bits, with 4 work-items per row; float32 streams the latter). */
@@ -167,7 +167,8 @@ static size_t parse_size(const char *v) { return v ? (size_t)strtoull(v, NULL, 1
 
 static int parse_variant(const char *v)
 {
-    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words"};
+    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words",
+                                                            "coop"};
     for (int i = 0; v && i < CLNORM_VARIANT_COUNT; i++)
         if (!strcmp(v, names[i])) return i;
     return CLNORM_VARIANT_AUTO;
