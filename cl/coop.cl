@@ -27,8 +27,28 @@
 /* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
 #if CLN_VEC > 1
 typedef cln_fv cln_coop_t;
-#define CLN_COOP_LOAD(p, k) CLN_LOADV(p, k)
-#define CLN_COOP_STORE(p, k, v) CLN_STOREV(p, k, v)
+/* Whole vectors where the slice is aligned to them (as the plan arranges), element
+   by element where not: a build whose vector differs from the plan's (the Oclgrind
+   sweep's) stays correct. */
+inline cln_fv cln_coop_load(__global const cln_t *p, ulong k, bool aligned)
+{
+    if (aligned) return CLN_LOADV(p, k);
+    float t[CLN_VEC];
+    for (int e = 0; e < CLN_VEC; e++) t[e] = CLN_LOAD(p, k * CLN_VEC + e);
+    return CLN_CAT(vload, CLN_VEC)(0, t);
+}
+inline void cln_coop_store(__global cln_t *p, ulong k, cln_fv v, bool aligned)
+{
+    if (aligned) {
+        CLN_STOREV(p, k, v);
+        return;
+    }
+    float t[CLN_VEC];
+    CLN_CAT(vstore, CLN_VEC)(v, 0, t);
+    for (int e = 0; e < CLN_VEC; e++) CLN_STORE(p, k * CLN_VEC + e, t[e]);
+}
+#define CLN_COOP_LOAD(p, k) cln_coop_load(p, k, aligned)
+#define CLN_COOP_STORE(p, k, v) cln_coop_store(p, k, v, aligned)
 #define CLN_COOP_HMAX cln_hmax
 #define CLN_COOP_HSUM cln_hsum
 #define CLN_COOP_W cln_wv
@@ -58,20 +78,25 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     const ulong n = (c0 + slice_len < cols ? c0 + slice_len : cols) - c0, nc = n / CLN_VEC;
     __global const cln_t *xs = x + xoff + row * xld + c0;
     __global cln_t *ys = y + yoff + row * yld + c0;
+    const ulong vb = CLN_VEC * sizeof(cln_t);
+    const bool aligned = (ulong)xs % vb == 0 && (ulong)ys % vb == 0;
 
-    /* The slice: chunk i * team + lane in v[i], and one of its last n % CLN_VEC
-       elements in t. The plan aligns every row start and slice to the vector. */
+    /* The slice: chunk i * team + lane in v[i], and its last n % CLN_VEC elements in
+       t, element j * team + lane of them in t[j] (teams may be smaller than vectors). */
     cln_coop_t v[CLN_COOP_CHUNKS];
-    float m = -INFINITY, l = 0.0f, t = -INFINITY;
+    float m = -INFINITY, l = 0.0f, t[CLN_VEC];
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
         v[i] = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
         m = fmax(m, CLN_COOP_HMAX(v[i]));
     }
-    const ulong tc = nc * CLN_VEC + lane;
-    if (tc < n) t = CLN_LOAD(xs, tc);
-    m = fmax(m, t);
+#pragma unroll
+    for (uint j = 0; j < CLN_VEC; j++) {
+        const ulong tc = nc * CLN_VEC + lane + (ulong)j * team;
+        t[j] = tc < n ? CLN_LOAD(xs, tc) : -INFINITY;
+        m = fmax(m, t[j]);
+    }
 
     /* Weights under this work-item's own maximum, kept in place: one exp per element. */
     const float m_own = m;
@@ -81,16 +106,19 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
             v[i] = CLN_EXP(v[i] - m);
             l += CLN_COOP_HSUM(v[i]);
         }
-        t = CLN_EXP(t - m);
+#pragma unroll
+        for (uint j = 0; j < CLN_VEC; j++) t[j] = CLN_EXP(t[j] - m);
     } else {
 #pragma unroll
         for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
             v[i] = CLN_COOP_W(v[i], m);
             l += CLN_COOP_HSUM(v[i]);
         }
-        t = cln_w(t, m);
+#pragma unroll
+        for (uint j = 0; j < CLN_VEC; j++) t[j] = cln_w(t[j], m);
     }
-    l += t;
+#pragma unroll
+    for (uint j = 0; j < CLN_VEC; j++) l += t[j];
     cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
 
     /* Publish the slice's pair, then wait for the row's other slices. */
@@ -121,6 +149,10 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         const ulong k = (ulong)i * team + lane;
         if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sc);
     }
-    if (tc < n) CLN_STORE(ys, tc, t * sc);
+#pragma unroll
+    for (uint j = 0; j < CLN_VEC; j++) {
+        const ulong tc = nc * CLN_VEC + lane + (ulong)j * team;
+        if (tc < n) CLN_STORE(ys, tc, t[j] * sc);
+    }
 }
 #endif

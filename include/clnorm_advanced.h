@@ -157,8 +157,8 @@ typedef struct clnorm_plan_info {
     size_t items_per_row;        /* work-items per row */
     size_t rows_per_group;       /* work_group / items_per_row */
     size_t groups;               /* work-groups of the first stage */
-    size_t split;                /* work-groups per row (split variant), else 1 */
-    size_t split_cols;           /* columns per work-group (split variant), else 0 */
+    size_t split;                /* work-groups per row (split and coop variants), else 1 */
+    size_t split_cols;           /* columns per work-group (split and coop), else 0 */
     size_t local_bytes;          /* local memory per work-group */
     size_t word;                 /* elements per word (words variant), else 1 */
     size_t elems_per_item;       /* elements each work-item holds (registers and

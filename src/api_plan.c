@@ -89,7 +89,7 @@ static void cln_plan_info_fill(const cln_plan *pl, clnorm_dtype dtype, size_t wo
     o->items_per_row = pl->team;
     o->rows_per_group = pl->rows_per_wg;
     o->groups = pl->groups;
-    const int split = o->variant == CLNORM_VARIANT_SPLIT;
+    const int split = o->variant == CLNORM_VARIANT_SPLIT || o->variant == CLNORM_VARIANT_COOP;
     o->split = split ? pl->slices : 1;
     o->split_cols = split ? pl->slice_len : 0;
     o->local_bytes = pl->local_bytes;

@@ -16,7 +16,8 @@ static int cln_faults_parse(const char *list, unsigned *out)
 {
     static const struct { const char *name; unsigned bit; } names[] = {
         {"subgroups", CLN_FAULT_SUBGROUPS}, {"trust-probes", CLN_FAULT_TRUST_PROBES},
-        {"break-fast-path", CLN_FAULT_BREAK_FAST_PATH}, {"probe-wrong", CLN_FAULT_PROBE_WRONG}};
+        {"break-fast-path", CLN_FAULT_BREAK_FAST_PATH}, {"probe-wrong", CLN_FAULT_PROBE_WRONG},
+        {"coop", CLN_FAULT_COOP}};
     unsigned bits = 0;
     for (const char *s = list; s && *s;) {
         size_t n = strcspn(s, ",");

@@ -16,7 +16,11 @@ enum {
        -DCLN_BREAK_FAST_PATH, a compile error there (cl/reduce.cl). */
     CLN_FAULT_BREAK_FAST_PATH = 4,
     /* "probe-wrong": the probes' checks see a wrong answer. */
-    CLN_FAULT_PROBE_WRONG = 8
+    CLN_FAULT_PROBE_WRONG = 8,
+    /* "coop": treat the device's groups as running side by side, so that the coop
+       variant runs there; safe only where each row has one slice (the Oclgrind
+       sweep) or the device does run its groups so. */
+    CLN_FAULT_COOP = 16
 };
 
 /* The faults in force: CLN_FAULT_* bits. */

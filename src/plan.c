@@ -239,7 +239,10 @@ static size_t cln_plan_coop_wg(const cln_plan_in *in)
 static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, size_t *slice_len)
 {
     const cln_plan_params *t = in->t;
-    if (!t->coop_wg || !in->p->nv || in->lim->no_coop || !wg || wg > in->max_wg ||
+    /* Views off the vector cost the kernel element-by-element accesses: a forced coop
+       takes them, the automatic plan splits them instead. */
+    const int misaligned = in->lim->no_coop && in->lim->force_variant != CLN_VAR_COOP;
+    if (!t->coop_wg || !in->p->coop || misaligned || !wg || wg > in->max_wg ||
         !cln_has_variant(op, CLN_VAR_COOP) || !in->rows)
         return 0;
     const size_t least = cln_div_up(in->cols, wg * CLN_COOP_ELEMS);

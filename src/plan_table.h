@@ -58,9 +58,9 @@ typedef struct cln_plan_params {
     size_t split_groups_per_cu;
     /* Elements per work-item a slice keeps at least: 'Split rows'. */
     size_t split_items_min;
-    /* Work-group of the one-launch split (coop) of softmax, 0 where the class never
-       takes it; slices for this many groups per compute unit: 'One-launch split
-       rows'. The plan takes it on NVIDIA devices only. */
+    /* Work-group of the one-launch split (coop) of softmax; slices for this many
+       groups per compute unit: 'One-launch split rows'. The plan takes it only on
+       devices whose groups run side by side (the profile's coop: NVIDIA). */
     size_t coop_wg;
     size_t coop_groups_per_cu;
 

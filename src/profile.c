@@ -87,6 +87,8 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         clGetDeviceInfo(dev, CL_DEVICE_WARP_SIZE_NV, sizeof(cl_uint), &p->warp, NULL);
     }
     if (exts && cln_has_ext(exts, "cl_nv_compiler_options")) p->nv_compiler_options = 1;
+    /* The coop variant's groups wait for one another (cl/coop.cl). */
+    p->coop = p->nv || (cln_faults() & CLN_FAULT_COOP) != 0;
     /* NVIDIA's driver 580 reports CL_KERNEL_WORK_GROUP_SIZE 256 for every kernel, a
        one-line one too, yet runs groups of 512 and 1024 correctly. Every build caps
        registers at 64 (-cl-nv-maxrregcount), so a group of 1024 always has its

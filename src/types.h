@@ -55,6 +55,8 @@ typedef struct cln_profile {
     cl_uint nv_cc_major, nv_cc_minor, warp; /* warp: 0 when unknown */
     int has_nv_shuffle;     /* the inline-PTX probe compiled */
     int nv_compiler_options; /* cl_nv_compiler_options: -cl-nv-maxrregcount works */
+    int coop;               /* the running groups of one launch progress side by side,
+                               so the coop variant may wait across them (NVIDIA) */
     int pocl_major;         /* PoCL's major version, 0 for other platforms */
     cl_uint vec;            /* float32 CLN_VEC of the streaming loops: 4 on GPUs, the
                                preferred float vector width (up to 16) on CPUs */

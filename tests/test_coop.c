@@ -3,6 +3,8 @@
    device cannot take it (all but NVIDIA) the forced variant must run the two-launch
    split instead, and the same values are checked. */
 #include "clnorm_advanced.h"
+#include "faults.h"
+#include "profile.h"
 #include "test.h"
 
 #include <math.h>
@@ -86,10 +88,9 @@ void test_coop_softmax(void)
                 t_env_restore();
                 plan_set("coop", 0, 0, slices);
                 const top op = (c + ri + d) % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS;
-                /* Packed rows start at whole vectors (of at most 8 elements) where
-                   there is one row or cols is a multiple of 8; others split. */
-                const clnorm_variant here =
-                    rows == 1 || cols % 8 == 0 ? want : CLNORM_VARIANT_SPLIT;
+                /* A forced coop runs at any alignment (element by element off the
+                   vector). */
+                const clnorm_variant here = want;
                 int v = run_softmax(op, dts[d], rows, cols, x, 0, 0);
                 runs++;
                 as_want += v == (int)want;
@@ -98,13 +99,14 @@ void test_coop_softmax(void)
                       op_name(op), dt_name(dts[d]), rows, cols, special ? " (special rows)" : "",
                       slices, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
                       clnorm_variant_name(here));
-                /* Rows that do not start at a whole vector: the two-launch split. */
+                /* Rows that do not start at a whole vector. */
                 if (rows > 1 && cols > 7) {
                     v = run_softmax(op, dts[d], rows, cols, x, 1, cols + 3);
-                    CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT,
-                          "%s %s %zux%zu at offset 1, ld %zu: ran %s, expected split",
+                    CHECK(v < 0 || v == (int)want,
+                          "%s %s %zux%zu at offset 1, ld %zu: ran %s, expected %s",
                           op_name(op), dt_name(dts[d]), rows, cols, cols + 3,
-                          v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+                          v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
+                          clnorm_variant_name(want));
                 }
                 free(x);
             }
@@ -112,6 +114,46 @@ void test_coop_softmax(void)
     NOTE("%zu forced calls, %zu ran %s", runs, as_want, clnorm_variant_name(want));
     CHECK(as_want > runs / 3, "the forced coop form ran %s in %zu of %zu calls",
           clnorm_variant_name(want), as_want, runs);
+
+    /* Every device runs the coop kernel where each row is one slice, so no group waits
+       for another: injected as if the device ran its groups side by side, with rows
+       at every alignment (the kernel loads element by element where a slice does not
+       start at a whole vector). */
+    if (!nv) {
+        t_setenv("CLNORM_TEST_FAULTS", "coop");
+        CHECK(cln_faults_set("coop") == 0, "fault coop refused");
+        CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
+    }
+    /* At most 8 x 32 columns: one slice for the CPU classes' groups of 8. */
+    static const size_t one_cols[] = {1, 37, 200, 256};
+    size_t coop_ran = 0, coop_runs = 0;
+    for (size_t c = 0; c < COUNT_OF(one_cols); c++)
+        for (size_t d = 0; d < COUNT_OF(dts); d++) {
+            const size_t cols = one_cols[c], rows = 3;
+            float *x = malloc(rows * cols * sizeof *x);
+            if (!CHECK(x != NULL, "out of memory")) break;
+            gen_rows(&R, x, rows, cols);
+            if ((c + d) % 2 && cols > 7) special_rows(x, rows, cols);
+            t_config("CLNORM_VARIANT", "coop");
+            t_config_num("CLNORM_SPLIT", 1);
+            for (size_t off = 0; off < 2; off++) {
+                /* Offsets 0 and 1, leading dimension cols and cols + 1: views the plan
+                   passes to the kernel, and ones it keeps from it. */
+                int v = run_softmax(d % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS, dts[d], rows,
+                                    cols, x, off, off ? cols + 1 : 0);
+                coop_runs++;
+                coop_ran += v == CLNORM_VARIANT_COOP;
+            }
+            free(x);
+        }
+    if (!nv) {
+        t_setenv("CLNORM_TEST_FAULTS", NULL);
+        cln_faults_set("");
+        CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
+    }
+    t_env_restore();
+    CHECK(coop_ran * 4 >= coop_runs, "the coop kernel ran %zu of %zu one-slice calls", coop_ran,
+          coop_runs);
 
     /* The plan's own choice on a vocabulary-sized row: coop on NVIDIA, and the same
        values whatever ran. */
@@ -123,6 +165,12 @@ void test_coop_softmax(void)
     if (nv)
         CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 %zux%zu: the plan ran %s, "
               "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    /* Rows that do not start at whole vectors: the automatic plan splits them. */
+    v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols - 1, x, 1, cols);
+    if (nv)
+        CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT, "softmax f32 %zux%zu at offset 1: the plan "
+              "ran %s, expected split", rows, cols - 1,
+              v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     free(x);
 }
 

@@ -167,7 +167,8 @@ static named_profile make_profile(const char *name, cl_device_type type, cl_uint
     p->has_subgroups = subgroups;
     p->subgroup_std = "";
     if (nv) {
-        p->nv = 1, p->nv_cc_major = 9, p->nv_cc_minor = 0, p->warp = 32, p->has_nv_shuffle = 1;
+        p->nv = 1, p->coop = 1, p->nv_cc_major = 9, p->nv_cc_minor = 0, p->warp = 32,
+        p->has_nv_shuffle = 1;
     }
     p->best_path = nv ? CLN_PATH_NV : subgroups ? CLN_PATH_SUBGROUP : CLN_PATH_LOCAL;
     n.gpu = type == CL_DEVICE_TYPE_GPU;

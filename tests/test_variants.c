@@ -24,7 +24,8 @@ static size_t pow2_ceil(size_t v)
 /* CLNORM_VARIANT's name of each variant. */
 static const char *variant_env(clnorm_variant v)
 {
-    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words"};
+    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words",
+                                                            "coop"};
     return (unsigned)v < CLNORM_VARIANT_COUNT ? names[v] : "?";
 }
 

@@ -22,6 +22,7 @@
 #include "clnorm_advanced.h"
 #include "rel.h"
 #include "sweep_attention.h"
+#include "sweep_given.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -80,6 +81,12 @@ static const sw_config configs[] = {
     {"split wg6 S3", "split", "6", NULL, "3", 3, 50, 0},
     {"split wg16 S3", "split", "16", NULL, "3", 2, 37, 0},
     {"split wg8 S3 short", "split", "8", NULL, "3", 2, 5, 0},
+    /* Split rows in one launch: one slice per row (at most 32 elements per work-item),
+       so that no group waits for another where groups run one after another (Oclgrind);
+       the sweep declares its device's groups as running side by side
+       (CLNORM_TEST_FAULTS=coop) so that the plan takes it. */
+    {"coop wg8 S1", "coop", "8", NULL, "1", 3, 203, 0},
+    {"coop wg6 S1", "coop", "6", NULL, "1", 3, 151, 0},
     /* Rows in registers as words of two elements: the half-slot RMSNorm kernels where
        they hold the row, the full ones where only those do (122 columns in float32,
        250 in 16 bits, with 4 work-items per row; float32 streams the latter). */
@@ -160,7 +167,8 @@ static size_t parse_size(const char *v) { return v ? (size_t)strtoull(v, NULL, 1
 
 static int parse_variant(const char *v)
 {
-    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words"};
+    static const char *const names[CLNORM_VARIANT_COUNT] = {"stream", "reg", "split", "words",
+                                                            "coop"};
     for (int i = 0; v && i < CLNORM_VARIANT_COUNT; i++)
         if (!strcmp(v, names[i])) return i;
     return CLNORM_VARIANT_AUTO;
@@ -314,7 +322,7 @@ static void record(sw_ctx *c, size_t b, clnorm_dtype dt, int op, size_t rows, si
         FAIL(c, "%s: no plan recorded for a call that ran", label);
         return;
     }
-    const int split = pl.variant == CLNORM_VARIANT_SPLIT;
+    const int split = pl.variant == CLNORM_VARIANT_SPLIT || pl.variant == CLNORM_VARIANT_COOP;
     size_t vec = builds[b].vec ? builds[b].vec : (c->info.vector_width ? c->info.vector_width : 1);
     for (int j = 0; j < 3; j++) {
         if (!pl.kernels[j]) continue;
@@ -634,6 +642,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* The coop configurations keep one slice per row, which is safe where groups run
+       one after another; the fault lets the plan take the coop form here. */
+    setenv("CLNORM_TEST_FAULTS", "coop", 1);
     /* Built-in plans only, nothing from a disk cache: the same run everywhere
        (configure sets that for each configuration). */
     if (!configure(&c, &builds[0], &configs[0])) return 1;
@@ -686,6 +697,17 @@ int main(int argc, char **argv)
             for (int i = 0; i < 4; i++) {
                 size_t k = kernel_index(names[i]);
                 if (k < SW_MAX_KERNELS && (ran & (1u << i)))
+                    coverage[b][dt][k] |= COV_RAN | COV_TAIL | COV_NPOT;
+            }
+            /* The kernels with statistics given, by the entry points of sharded rows. */
+            ran = sw_given(c.ctx, c.q, (clnorm_dtype)dt, c.verbose, &c.failures, &c.cases);
+            static const char *const given[] = {"clnorm_softmax_apply",
+                                                "clnorm_stats_merge_rows"};
+            for (int i = 0; i < 2; i++) {
+                size_t k = kernel_index(given[i]);
+                /* merge_rows is float32 whatever the dtype: one run covers all three. */
+                const unsigned bit = i ? (unsigned)SWG_MERGE_ROWS : (unsigned)SWG_APPLY;
+                if (k < SW_MAX_KERNELS && (ran & bit || (i && coverage[b][0][k])))
                     coverage[b][dt][k] |= COV_RAN | COV_TAIL | COV_NPOT;
             }
         }
