@@ -131,7 +131,7 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
             goto fail;
         part = cln_scratch_mem(scratch);
         if (pl->variant == CLN_VAR_COOP &&
-            (st = cln_scratch_sync(scratch, q, in_order, 1 + a->rows, &sync, &sync_base)))
+            (st = cln_scratch_sync(scratch, q, 1 + a->rows, &sync, &sync_base)))
             goto fail;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on

@@ -160,34 +160,33 @@ clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q, int in_ord
 
 cl_mem cln_scratch_mem(const cln_scratch *s) { return s->mem; }
 
-clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, int in_order, size_t words,
-                               cl_mem *mem, cl_uint *base)
+clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words, cl_mem *mem,
+                               cl_uint *base)
 {
     /* The caller holds s alone (held, or out of the pool) until release. */
     if (words > CLN_SYNC_WORDS)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%zu synchronisation words asked, %d at most",
                         words, CLN_SYNC_WORDS);
     cl_int err = CL_SUCCESS;
-    if (!s->sync) {
-        cl_context ctx;
-        err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
-        if (err == CL_SUCCESS)
-            s->sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE, CLN_SYNC_WORDS * sizeof(cl_uint),
-                                     NULL, &err);
-        if (err != CL_SUCCESS) {
-            s->sync = NULL;
-            return cln_cl_fail(err, "clCreateBuffer(synchronisation words)");
+    /* Zeros come from the host, at the creation and by a write that returns once done
+       (as rare as CLN_SYNC_WORDS / words calls): a fill kernel's zeros are not seen as
+       written by Oclgrind's uninitialised-value check. */
+    if (!s->sync || s->sync_next + words > CLN_SYNC_WORDS) {
+        cl_uint *zeros = calloc(CLN_SYNC_WORDS, sizeof *zeros);
+        if (!zeros) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for zeros");
+        if (!s->sync) {
+            cl_context ctx;
+            err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+            if (err == CL_SUCCESS)
+                s->sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                         CLN_SYNC_WORDS * sizeof(cl_uint), zeros, &err);
+            if (err != CL_SUCCESS) s->sync = NULL;
+        } else {
+            err = clEnqueueWriteBuffer(q, s->sync, CL_TRUE, 0, CLN_SYNC_WORDS * sizeof(cl_uint),
+                                       zeros, 0, NULL, NULL);
         }
-        s->sync_next = CLN_SYNC_WORDS; /* not zeroed yet */
-    }
-    if (s->sync_next + words > CLN_SYNC_WORDS) {
-        const cl_uint zero = 0;
-        cl_event ev = NULL;
-        err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0,
-                                  CLN_SYNC_WORDS * sizeof(cl_uint), 0, NULL, in_order ? NULL : &ev);
-        if (err == CL_SUCCESS && ev) err = clWaitForEvents(1, &ev);
-        if (ev) clReleaseEvent(ev);
-        if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueFillBuffer(synchronisation words)");
+        free(zeros);
+        if (err != CL_SUCCESS) return cln_cl_fail(err, "zeroing the synchronisation words");
         s->sync_next = 0;
     }
     *mem = s->sync;

@@ -17,12 +17,12 @@ CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
 CLN_HIDDEN int cln_scratch_needs_event(const cln_scratch *s);
 CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
 /* words fresh synchronisation words (zero, used by no earlier call) for a coop call
-   on q (cl/coop.cl): *mem, from index *base. s keeps CLN_SYNC_WORDS of them and zeroes
-   them all again on q when they run out, ahead of the call's kernel on an in-order
-   queue, waited for on another. */
+   on q (cl/coop.cl): *mem, from index *base. s keeps CLN_SYNC_WORDS of them, zeroed
+   from the host at their creation and again, by a write that returns once done, when
+   they run out. */
 #define CLN_SYNC_WORDS 65536
-CLN_HIDDEN clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, int in_order,
-                                          size_t words, cl_mem *mem, cl_uint *base);
+CLN_HIDDEN clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words,
+                                          cl_mem *mem, cl_uint *base);
 /* Frees the buffers of ctx (NULL: all) that no call holds. */
 CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 
