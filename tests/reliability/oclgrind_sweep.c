@@ -16,7 +16,10 @@
    that is not a power of two, one work-item per row, a partial last slice, and
    RMSNorm rows that need rescaling (3e30, 1e-30) beside rows that do not.
 
-     oclgrind_sweep [--device SPEC] [--quick] [--verbose]
+     oclgrind_sweep [--device SPEC] [--quick] [--verbose] [--part rows|entries]
+   --part runs the row operations' configurations alone, or the entry points with plans
+   of their own alone (attention, statistics given); each checks the coverage of its
+   own kernels.
    exit 0: all cases passed and the coverage is complete; 1 otherwise. */
 #define _POSIX_C_SOURCE 200809L
 #include "clnorm_advanced.h"
@@ -127,6 +130,11 @@ static const clnorm_op sw_plan_op[SW_NOPS] = {
     CLNORM_OP_RMSNORM, CLNORM_OP_ADD_RMSNORM, CLNORM_OP_ADD_RMSNORM,
     CLNORM_OP_SOFTMAX_THREE_PASS, CLNORM_OP_SOFTMAX_ONLINE, CLNORM_OP_SOFTMAX_AUTO,
     CLNORM_OP_SOFTMAX_STATS};
+
+/* --part: every case (0), the row operations' configurations alone, or the entry
+   points with plans of their own alone (attention, statistics given). */
+enum { SW_PART_ALL = 0, SW_PART_ROWS = 1, SW_PART_ENTRIES = 2 };
+static int part = SW_PART_ALL;
 
 /* ---- coverage --------------------------------------------------------------------- */
 enum {
@@ -604,6 +612,18 @@ static unsigned wanted(unsigned have, clnorm_dtype dt)
     return w;
 }
 
+/* The kernels of the entry points with plans of their own (attention, statistics
+   given), which --part entries runs and --part rows leaves out. */
+static int entry_kernel(const char *name)
+{
+    static const char *const entries[] = {"clnorm_attention", "clnorm_attention_reduce",
+                                          "clnorm_attention_merge", "clnorm_attention_cpu",
+                                          "clnorm_softmax_apply", "clnorm_stats_merge_rows"};
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (!strcmp(name, entries[i])) return 1;
+    return 0;
+}
+
 static unsigned long report_coverage(size_t nbuilds)
 {
     static const char *const flag_names[] = {"ran", "multirow+partial", "tail", "npot-team",
@@ -613,6 +633,9 @@ static unsigned long report_coverage(size_t nbuilds)
         for (int dt = 0; dt < 3; dt++)
             for (size_t k = 0; k < clnorm_kernel_count() && k < SW_MAX_KERNELS; k++) {
                 unsigned have = coverage[b][dt][k], w = wanted(have, (clnorm_dtype)dt);
+                const int entry = entry_kernel(clnorm_kernel_name(k));
+                if ((part == SW_PART_ROWS && entry) || (part == SW_PART_ENTRIES && !entry))
+                    continue;
                 total++;
                 if ((w & have) == w) continue;
                 missing++;
@@ -637,8 +660,13 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--verbose")) c.verbose = 1;
+        else if (!strcmp(argv[i], "--part") && i + 1 < argc && !strcmp(argv[i + 1], "rows"))
+            part = SW_PART_ROWS, i++;
+        else if (!strcmp(argv[i], "--part") && i + 1 < argc && !strcmp(argv[i + 1], "entries"))
+            part = SW_PART_ENTRIES, i++;
         else {
-            fprintf(stderr, "usage: %s [--device SPEC] [--quick] [--verbose]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--device SPEC] [--quick] [--verbose] "
+                    "[--part rows|entries]\n", argv[0]);
             return 2;
         }
     }
@@ -679,7 +707,7 @@ int main(int argc, char **argv)
         c.word = words_word(&c);
         unsigned long f0 = c.failures, c0 = c.cases;
         for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++)
-            for (size_t k = 0; k < NCONFIGS; k++) {
+            for (size_t k = 0; part != SW_PART_ENTRIES && k < NCONFIGS; k++) {
                 const sw_config *cfg = &configs[k];
                 if (!configure(&c, &builds[b], cfg)) continue;
                 for (int op = 0; op < SW_NOPS; op++)
@@ -687,7 +715,7 @@ int main(int argc, char **argv)
             }
         /* The attention kernels: a partial last tile (tail), the scalar column path
            with a head of 5 (not a power of two), split-K and the merge. */
-        for (int dt = CLNORM_F32; dt <= CLNORM_BF16; dt++) {
+        for (int dt = CLNORM_F32; part != SW_PART_ROWS && dt <= CLNORM_BF16; dt++) {
             if (!configure(&c, &builds[b], &configs[0])) continue;
             unsigned ran = sw_attention(c.ctx, c.q, (clnorm_dtype)dt, c.verbose, &c.failures,
                                         &c.cases);
