@@ -81,22 +81,17 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     const ulong vb = CLN_VEC * sizeof(cln_t);
     const bool aligned = (ulong)xs % vb == 0 && (ulong)ys % vb == 0;
 
-    /* The slice: chunk i * team + lane in v[i], and its last n % CLN_VEC elements in
-       t, element j * team + lane of them in t[j] (teams may be smaller than vectors). */
+    /* The slice: chunk i * team + lane in v[i]. Its last n % CLN_VEC elements are read
+       again at the write instead of held, as teams may be smaller than vectors. */
     cln_coop_t v[CLN_COOP_CHUNKS];
-    float m = -INFINITY, l = 0.0f, t[CLN_VEC];
+    float m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
         v[i] = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
         m = fmax(m, CLN_COOP_HMAX(v[i]));
     }
-#pragma unroll
-    for (uint j = 0; j < CLN_VEC; j++) {
-        const ulong tc = nc * CLN_VEC + lane + (ulong)j * team;
-        t[j] = tc < n ? CLN_LOAD(xs, tc) : -INFINITY;
-        m = fmax(m, t[j]);
-    }
+    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) m = fmax(m, CLN_LOAD(xs, tc));
 
     /* Weights under this work-item's own maximum, kept in place: one exp per element. */
     const float m_own = m;
@@ -106,19 +101,14 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
             v[i] = CLN_EXP(v[i] - m);
             l += CLN_COOP_HSUM(v[i]);
         }
-#pragma unroll
-        for (uint j = 0; j < CLN_VEC; j++) t[j] = CLN_EXP(t[j] - m);
     } else {
 #pragma unroll
         for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
             v[i] = CLN_COOP_W(v[i], m);
             l += CLN_COOP_HSUM(v[i]);
         }
-#pragma unroll
-        for (uint j = 0; j < CLN_VEC; j++) t[j] = cln_w(t[j], m);
     }
-#pragma unroll
-    for (uint j = 0; j < CLN_VEC; j++) l += t[j];
+    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) l += cln_w(CLN_LOAD(xs, tc), m);
     cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
 
     /* Publish the slice's pair, then wait for the row's other slices. */
@@ -149,10 +139,10 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         const ulong k = (ulong)i * team + lane;
         if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sc);
     }
-#pragma unroll
-    for (uint j = 0; j < CLN_VEC; j++) {
-        const ulong tc = nc * CLN_VEC + lane + (ulong)j * team;
-        if (tc < n) CLN_STORE(ys, tc, t[j] * sc);
-    }
+    /* The tail, read again: each element is read and written by one work-item, so y
+       may be x. */
+    const float inv = cln_inv_sum(rl);
+    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team)
+        CLN_STORE(ys, tc, cln_w(CLN_LOAD(xs, tc), rm) * inv);
 }
 #endif

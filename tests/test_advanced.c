@@ -594,9 +594,14 @@ static void check_query_matches_call(const shape *s, const char *hints_label)
           "%s: op %d, kernel %s, description \"%s\"", label, (int)q.op,
           q.kernels[0] ? q.kernels[0] : "NULL", dq);
     const int split = q.variant == CLNORM_VARIANT_SPLIT, words = q.variant == CLNORM_VARIANT_WORDS;
+    const int coop = q.variant == CLNORM_VARIANT_COOP;
     const int regs = words || q.variant == CLNORM_VARIANT_REGISTERS;
-    CHECK(q.rows_per_group * q.items_per_row == q.work_group && (split ? q.split >= 1 &&
-              q.split_cols % q.work_group == 0 && q.kernels[1] : q.split == 1 && !q.split_cols) &&
+    /* Split plans take two or three kernels, coop plans one; both cut rows in slices of
+       whole work-group strides. */
+    CHECK(q.rows_per_group * q.items_per_row == q.work_group &&
+              (split || coop ? q.split >= 1 && q.split_cols % q.work_group == 0 &&
+                                   (q.kernels[1] == NULL) == coop
+                             : q.split == 1 && !q.split_cols) &&
               (words ? q.word == 2 || q.word == 4 : q.word == 1) && (regs == !!q.elems_per_item) &&
               q.local_bytes >= q.work_group * sizeof(float),
           "%s: an inconsistent plan \"%s\": %zu rows/group x %zu per row, split %zu of %zu "
