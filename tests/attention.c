@@ -114,7 +114,11 @@ clnorm_status att_run(const att_case *c, const att_data *d, att_result *r)
     vv.mem = t_buffer(T.ctx, nkt * es, vi);
     ov.mem = t_buffer(T.ctx, not * es, oi);
     cl_mem lse = c->no_lse ? NULL : t_buffer(T.ctx, nl * sizeof(float), li);
-    cl_mem lens = c->lens ? t_buffer(T.ctx, c->batch * sizeof(int) + 4, c->lens) : NULL;
+    /* kv_lens in a buffer one int longer than the entries. */
+    int *lens_img = c->lens ? calloc(c->batch + 1, sizeof(int)) : NULL;
+    if (lens_img) memcpy(lens_img, c->lens, c->batch * sizeof(int));
+    cl_mem lens = lens_img ? t_buffer(T.ctx, (c->batch + 1) * sizeof(int), lens_img) : NULL;
+    free(lens_img);
     clnorm_attention_desc desc = {.batch = c->batch, .q_heads = c->qh, .kv_heads = c->kvh,
                                   .q_len = c->q_len, .kv_len = c->kv_len, .head_dim = c->hd,
                                   .scale = c->scale, .causal = c->causal, .kv_lens = lens};
