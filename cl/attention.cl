@@ -50,6 +50,27 @@ inline float cln_att_mix(float2 w, float oa, float ob)
     return (w.x == 0.0f ? 0.0f : w.x * oa) + (w.y == 0.0f ? 0.0f : w.y * ob);
 }
 
+/* The keys of entry b; kv_lens values outside 0..kv_len are clamped. */
+inline long cln_att_keys(const __global int *kv_lens, ulong b, uint kv_len, uint flags)
+{
+    if (!(flags & CLN_ATT_LENS)) return kv_len;
+    const int kl = kv_lens[b];
+    return kl < 0 ? 0 : min((long)kl, (long)kv_len);
+}
+
+/* One past the last key any of the block's nq queries from q0 sees: keys past it are
+   not read. */
+inline long cln_att_kend(long keys, bool causal, uint q_len, uint q0, uint nq)
+{
+    if (!causal) return keys;
+    uint tmax = q_len - 1u;
+    if (nq < q_len) {
+        const uint t0 = q0 % q_len, t1 = (q0 + nq - 1u) % q_len;
+        if (t1 >= t0) tmax = t1;
+    }
+    return min(keys, (long)tmax + keys - (long)q_len + 1);
+}
+
 /* The log-sum-exp of (m, l): -inf for no weight. */
 inline float cln_att_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + log(l); }
 
@@ -105,22 +126,8 @@ __kernel void clnorm_attention(const __global cln_t *q, ulong qoff, ulong qsb, u
     __local float *alpha = lrun + qblock;           /* the tile's rescaling of each query */
     __local float *red = alpha + qblock;            /* 2 wg: the reduction's scratch */
 
-    /* The keys of this entry; kv_lens values outside 0..kv_len are clamped. */
-    long keys = kv_len;
-    if (flags & CLN_ATT_LENS) {
-        const int kl = kv_lens[b];
-        keys = kl < 0 ? 0 : min((long)kl, (long)kv_len);
-    }
-    /* Keys past the last one any query of the block sees are not read. */
-    long kend = keys;
-    if (causal) {
-        uint tmax = q_len - 1u;
-        if (nq < q_len) {
-            const uint t0 = q0 % q_len, t1 = (q0 + nq - 1u) % q_len;
-            if (t1 >= t0) tmax = t1;
-        }
-        kend = min(kend, (long)tmax + keys - (long)q_len + 1);
-    }
+    const long keys = cln_att_keys(kv_lens, b, kv_len, flags);
+    const long kend = cln_att_kend(keys, causal, q_len, q0, nq);
     const long j0 = (long)c * chunk_len, j1 = min(j0 + (long)chunk_len, kend);
     const uint ntiles = j1 > j0 ? (uint)((j1 - j0 + wg - 1) / wg) : 0u;
 

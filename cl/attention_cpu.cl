@@ -102,22 +102,8 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
     const bool causal = (flags & CLN_ATT_CAUSAL) != 0;
     const uint units = head_dim / CLN_ATTC_W, tail0 = units * CLN_ATTC_W;
 
-    /* The keys of this entry; kv_lens values outside 0..kv_len are clamped. */
-    long keys = kv_len;
-    if (flags & CLN_ATT_LENS) {
-        const int kl = kv_lens[b];
-        keys = kl < 0 ? 0 : min((long)kl, (long)kv_len);
-    }
-    /* Keys past the last one any query of the block sees are not read. */
-    long kend = keys;
-    if (causal) {
-        uint tmax = q_len - 1u;
-        if (nq < q_len) {
-            const uint t0 = q0 % q_len, t1 = (q0 + nq - 1u) % q_len;
-            if (t1 >= t0) tmax = t1;
-        }
-        kend = min(kend, (long)tmax + keys - (long)q_len + 1);
-    }
+    const long keys = cln_att_keys(kv_lens, b, kv_len, flags);
+    const long kend = cln_att_kend(keys, causal, q_len, q0, nq);
     const long j0 = (long)c * chunk_len, j1 = min(j0 + (long)chunk_len, kend);
 
     /* The block's queries, scaled; a pass's queries past nq are zeros, never written. */
