@@ -4,7 +4,7 @@
    read by the library, and its verdicts are compared with an independent reading of
    the documented format (docs/DESIGN.md, 'Files and keys'):
      0 magic "CLNORM\x1a\n" | 8 format u32 | 12 key length u32 | 16 payload length u64
-     | 24 checksum (fz_file_sum) | 32 key | payload (non-empty)
+     | 24 checksum (fz_file_sum) | 32 key (text, no NUL byte) | payload (non-empty)
    - as a program file, clnorm_cache_inspect finds it whole (OK or STALE) exactly when
      the format says so, and then reports its payload length and the key's device;
    - with flag 0x10, as the tuning table of a device present, clnorm_tuning_read
@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t kl = 0, dl = 0;
     if (n >= 32 && !memcmp(img, "CLNORM\x1a\n", 8) && get(img + 8, 4) == 1) {
         uint64_t k64 = get(img + 12, 4), d64 = get(img + 16, 8);
-        if (k64 <= n - 32 && d64 == n - 32 - k64 && d64 != 0) {
+        if (k64 <= n - 32 && d64 == n - 32 - k64 && d64 != 0 && !memchr(img + 32, 0, k64)) {
             kl = (size_t)k64;
             dl = (size_t)d64;
             valid = fz_file_sum(img, kl, dl) == get(img + 24, 8);

@@ -125,6 +125,7 @@ def diskcache():
         ("bad-sum", 0, key, disk_image(key, b"payload")[:24] + u64(1) + key + b"payload"),
         ("short", 0x03, key, b"CLNORM\x1a\n" + u32(1)),
         ("empty-payload", 0x07, key, disk_image(key, b"")),
+        ("nul-in-key", 0, key, disk_image(b"clnorm program\0\ndevice 1\n", b"payload")),
     ]
     for name, flags, k, img in cases:
         write("fuzz_diskcache", name, u8(flags) + u8(len(k)) + k + img)

@@ -161,6 +161,8 @@ static int cln_parse(const unsigned char *buf, size_t n, const char **key, size_
         return CLN_DISK_BAD;
     uint64_t kl = cln_get(buf + 12, 4), dl = cln_get(buf + 16, 8);
     if (kl > n - CLN_HDR || dl != n - CLN_HDR - kl || dl == 0) return CLN_DISK_BAD;
+    /* The key is text: a NUL byte in it was never written by this library. */
+    if (memchr(buf + CLN_HDR, 0, (size_t)kl)) return CLN_DISK_BAD;
     if (cln_sum(buf, buf + CLN_HDR, (size_t)kl, buf + CLN_HDR + kl, (size_t)dl) !=
         cln_get(buf + 24, 8))
         return CLN_DISK_BAD;
