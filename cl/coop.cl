@@ -1,7 +1,8 @@
 /* The coop variant: softmax of split rows in one launch. Several work-groups share a
-   row; each holds its slice in registers (CLN_COOP_ELEMS elements per work-item),
+   row; each holds its slice in registers (CLN_COOP_ELEMS elements per work-item) and,
+   past them, in local memory (the plan's scratch before the pair's, cln_coop_held),
    publishes the slice's (m, l), waits until every slice of its row has published,
-   merges them all and writes its slice from the registers. The row is read from
+   merges them all and writes its slice from where it holds it. The row is read from
    memory once, against twice in the two-launch split (docs/DESIGN.md, 'One-launch
    split rows').
 
@@ -81,8 +82,14 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     const ulong vb = CLN_VEC * sizeof(cln_t);
     const bool aligned = (ulong)xs % vb == 0 && (ulong)ys % vb == 0;
 
-    /* The slice: chunk i * team + lane in v[i]. Its last n % CLN_VEC elements are read
-       again at the write instead of held, as teams may be smaller than vectors. */
+    /* The slice: chunk i * team + lane in v[i], and past the registers' chunks, chunk
+       (CLN_COOP_CHUNKS + j) * team + lane in held[j * team + lane], which only this
+       work-item touches. Its last n % CLN_VEC elements are read again at the write
+       instead of held, as teams may be smaller than vectors. */
+    const ulong per = (slice_len / team + CLN_VEC - 1) / CLN_VEC;
+    const uint hc = per > CLN_COOP_CHUNKS ? (uint)(per - CLN_COOP_CHUNKS) : 0;
+    __local cln_coop_t *held = (__local cln_coop_t *)scratch;
+    __local float *pair = scratch + (ulong)hc * team * CLN_VEC;
     cln_coop_t v[CLN_COOP_CHUNKS];
     float m = -INFINITY, l = 0.0f;
 #pragma unroll
@@ -90,6 +97,12 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         const ulong k = (ulong)i * team + lane;
         v[i] = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
         m = fmax(m, CLN_COOP_HMAX(v[i]));
+    }
+    for (uint j = 0; j < hc; j++) {
+        const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
+        const cln_coop_t h = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
+        held[j * team + lane] = h;
+        m = fmax(m, CLN_COOP_HMAX(h));
     }
     for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) m = fmax(m, CLN_LOAD(xs, tc));
 
@@ -101,15 +114,25 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
             v[i] = CLN_EXP(v[i] - m);
             l += CLN_COOP_HSUM(v[i]);
         }
+        for (uint j = 0; j < hc; j++) {
+            const cln_coop_t h = CLN_EXP(held[j * team + lane] - m);
+            held[j * team + lane] = h;
+            l += CLN_COOP_HSUM(h);
+        }
     } else {
 #pragma unroll
         for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
             v[i] = CLN_COOP_W(v[i], m);
             l += CLN_COOP_HSUM(v[i]);
         }
+        for (uint j = 0; j < hc; j++) {
+            const cln_coop_t h = CLN_COOP_W(held[j * team + lane], m);
+            held[j * team + lane] = h;
+            l += CLN_COOP_HSUM(h);
+        }
     }
     for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) l += cln_w(CLN_LOAD(xs, tc), m);
-    cln_pair(&m, &l, scratch, scratch + team, lid, lane, team);
+    cln_pair(&m, &l, pair, pair + team, lid, lane, team);
 
     /* Publish the slice's pair, then wait for the row's other slices. */
     if (lid == 0) {
@@ -131,13 +154,17 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         const float2 p = ((volatile __global float2 *)part)[2 * (row * slices + i)];
         cln_merge(&rm, &rl, p.x, p.y);
     }
-    cln_pair(&rm, &rl, scratch, scratch + team, lid, lid, team);
+    cln_pair(&rm, &rl, pair, pair + team, lid, lid, team);
 
     const float sc = cln_inv_sum(rl) * cln_w(m_own, rm);
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
         if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sc);
+    }
+    for (uint j = 0; j < hc; j++) {
+        const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
+        if (k < nc) CLN_COOP_STORE(ys, k, held[j * team + lane] * sc);
     }
     /* The tail, read again: each element is read and written by one work-item, so y
        may be x. */

@@ -12,6 +12,15 @@
    call few (src/scratch.c). */
 #define CLN_COOP_ELEMS 32
 #define CLN_COOP_GROUPS_MAX 4095
+/* The elements per work-item a coop slice holds in local memory, of a slice of e
+   elements per work-item: those past the registers, rounded up to CLN_COOP_HOLD_STEP
+   (the widest vector) so that every build of cl/coop.cl finds them all room. */
+#define CLN_COOP_HOLD_STEP 16
+static inline size_t cln_coop_held(size_t e)
+{
+    return e > CLN_COOP_ELEMS ? (e - CLN_COOP_ELEMS + CLN_COOP_HOLD_STEP - 1) /
+                                    CLN_COOP_HOLD_STEP * CLN_COOP_HOLD_STEP : 0;
+}
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
 #define CLN_REG_K 32
 #define CLN_RMS_REG_K 16

@@ -63,6 +63,10 @@ typedef struct cln_plan_params {
        devices whose groups run side by side (the profile's coop: NVIDIA). */
     size_t coop_wg;
     size_t coop_groups_per_cu;
+    /* Elements per work-item a coop slice may hold in local memory besides the
+       registers' CLN_COOP_ELEMS: longer slices, fewer groups per row, more of the rows
+       held at once: 'One-launch split rows'. */
+    size_t coop_local_elems;
 
     /* ---- softmax with given statistics (clnorm_softmax_apply) */
     /* Work-items of a group: 'Softmax with given statistics'. */

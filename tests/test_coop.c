@@ -124,8 +124,9 @@ void test_coop_softmax(void)
         CHECK(cln_faults_set("coop") == 0, "fault coop refused");
         CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
     }
-    /* At most 8 x 32 columns: one slice for the CPU classes' groups of 8. */
-    static const size_t one_cols[] = {1, 37, 200, 256};
+    /* At most 8 x (32 + 32) columns: one slice for the CPU classes' groups of 8, held
+       in registers up to 256 columns and past them in local memory. */
+    static const size_t one_cols[] = {1, 37, 200, 256, 389, 512};
     size_t coop_ran = 0, coop_runs = 0;
     for (size_t c = 0; c < COUNT_OF(one_cols); c++)
         for (size_t d = 0; d < COUNT_OF(dts); d++) {
