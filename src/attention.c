@@ -2,12 +2,11 @@
    plan (plan_attention.c), lease the kernels of cl/attention.cl, enqueue. */
 #include "build_options.h"
 #include "config.h"
+#include "enqueue.h"
 #include "kernels.h"
 #include "plan_attention.h"
 #include "profile.h"
 #include "program_cache.h"
-#include "scratch.h"
-#include "serial.h"
 #include "status.h"
 #include "types.h"
 #include "validate.h"
@@ -34,179 +33,69 @@ typedef struct cln_att_args {
     cl_mem lse_a, lse_b;
 } cln_att_args;
 
-static clnorm_status cln_att_set_args(cl_kernel k, cln_kernel_id kid, const cln_att_args *a,
-                                      const cln_att_plan *pl, cl_mem part, size_t local_bytes)
-{
-    const cln_kernel_info *info = &cln_kernel_table[kid];
-    for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {
-        const cln_arg kind = info->args[i];
-        cl_mem mem = NULL;
-        cl_ulong ul = 0;
-        cl_uint ui = 0;
-        float f = 0.0f;
-        switch (kind) {
-        case CLN_A_Q: mem = a->q.mem; break;
-        case CLN_A_Q_OFF: ul = a->q.offset; break;
-        case CLN_A_Q_SB: ul = a->q.stride_batch; break;
-        case CLN_A_Q_SH: ul = a->q.stride_head; break;
-        case CLN_A_Q_SL: ul = a->q.stride_len; break;
-        case CLN_A_K: mem = a->k.mem; break;
-        case CLN_A_K_OFF: ul = a->k.offset; break;
-        case CLN_A_K_SB: ul = a->k.stride_batch; break;
-        case CLN_A_K_SH: ul = a->k.stride_head; break;
-        case CLN_A_K_SL: ul = a->k.stride_len; break;
-        case CLN_A_V: mem = a->v.mem; break;
-        case CLN_A_V_OFF: ul = a->v.offset; break;
-        case CLN_A_V_SB: ul = a->v.stride_batch; break;
-        case CLN_A_V_SH: ul = a->v.stride_head; break;
-        case CLN_A_V_SL: ul = a->v.stride_len; break;
-        case CLN_A_OUT: mem = a->out.mem; break;
-        case CLN_A_OUT_OFF: ul = a->out.offset; break;
-        case CLN_A_OUT_SB: ul = a->out.stride_batch; break;
-        case CLN_A_OUT_SH: ul = a->out.stride_head; break;
-        case CLN_A_OUT_SL: ul = a->out.stride_len; break;
-        /* Never touched where the flags say absent, but a buffer must be passed. */
-        case CLN_A_LSE: mem = a->lse ? a->lse : a->any; break;
-        case CLN_A_KV_LENS: mem = a->kv_lens ? a->kv_lens : a->any; break;
-        case CLN_A_PART: mem = part ? part : a->any; break;
-        case CLN_A_FLAGS: ui = a->flags; break;
-        case CLN_A_Q_HEADS: ui = a->q_heads; break;
-        case CLN_A_KV_HEADS: ui = a->kv_heads; break;
-        case CLN_A_Q_LEN: ui = a->q_len; break;
-        case CLN_A_KV_LEN: ui = a->kv_len; break;
-        case CLN_A_HEAD_DIM: ui = a->head_dim; break;
-        case CLN_A_SCALE: f = a->scale; break;
-        case CLN_A_QBLOCK: ui = (cl_uint)pl->qblock; break;
-        case CLN_A_QBLOCKS: ui = (cl_uint)pl->qblocks; break;
-        case CLN_A_CHUNKS: ui = (cl_uint)pl->chunks; break;
-        case CLN_A_CHUNK_LEN: ui = (cl_uint)pl->chunk_len; break;
-        case CLN_A_COL_LANES: ui = (cl_uint)pl->col_lanes; break;
-        case CLN_A_ITEMS: ul = pl->items; break;
-        case CLN_A_A: mem = a->a.mem; break;
-        case CLN_A_A_OFF: ul = a->a.offset; break;
-        case CLN_A_A_LD: ul = a->a.ld; break;
-        case CLN_A_LSE_A: mem = a->lse_a; break;
-        case CLN_A_B: mem = a->b.mem; break;
-        case CLN_A_B_OFF: ul = a->b.offset; break;
-        case CLN_A_B_LD: ul = a->b.ld; break;
-        case CLN_A_LSE_B: mem = a->lse_b; break;
-        case CLN_A_Y: mem = a->y.mem; break;
-        case CLN_A_Y_OFF: ul = a->y.offset; break;
-        case CLN_A_Y_LD: ul = a->y.ld; break;
-        default: break;
-        }
-        size_t size = 0;
-        const void *value = NULL;
-        switch (cln_arg_descs[kind].type) {
-        case CLN_T_GLOBAL: size = sizeof mem; value = &mem; break;
-        case CLN_T_ULONG: size = sizeof ul; value = &ul; break;
-        case CLN_T_UINT: size = sizeof ui; value = &ui; break;
-        case CLN_T_FLOAT: size = sizeof f; value = &f; break;
-        case CLN_T_LOCAL: size = local_bytes; break;
-        }
-        cl_int err = clSetKernelArg(k, i, size, value);
-        if (err != CL_SUCCESS)
-            return cln_cl_fail(err, "clSetKernelArg(%s, %s)", info->name,
-                               cln_arg_descs[kind].name);
-    }
-    return CLNORM_SUCCESS;
-}
+/* A call: its arguments and its plan. */
+typedef struct cln_att_call {
+    const cln_att_args *a;
+    const cln_att_plan *pl;
+} cln_att_call;
 
-/* One stage of a call: its kernel and its NDRange. */
-typedef struct cln_att_stage {
-    cln_kernel_id kid;
-    size_t global, local, local_bytes;
-} cln_att_stage;
-
-/* Enqueues n (1 or 2) leased stages in order, as ops.c does: by queue order on an
-   in-order queue, else by events; the serial mode on PoCL; the partials buffer of
-   part_bytes for a two-stage call. Only the last stage's event goes to the caller. */
-static clnorm_status cln_att_enqueue(cl_command_queue q, cl_context ctx,
-                                     const cln_profile *prof, int n, const cln_att_stage *stages,
-                                     cln_kernel_lease *lease, const cln_att_args *a,
-                                     const cln_att_plan *pl, size_t part_bytes,
-                                     cl_uint num_wait, const cl_event *wait_list,
-                                     cl_event *event)
+/* The value of argument kind of an attention call (a cln_att_call); the partials and
+   the scratch's size are the call's (enqueue.c). */
+static void cln_att_fill(const void *call, cln_arg kind, cln_arg_value *v)
 {
-    cln_scratch *scratch = NULL;
-    cl_mem part = NULL;
-    cl_event prev = NULL, last = NULL, dep = NULL, *waits = NULL;
-    clnorm_status st = CLNORM_SUCCESS;
-    int serial = 0, in_order = 1;
-    if (cln_serial_wanted(prof)) {
-        serial = 1;
-        cln_serial_begin(CLN_SERIAL_ALL, ctx, &dep);
-        if (dep) {
-            waits = malloc((num_wait + 1) * sizeof *waits);
-            if (!waits) {
-                st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a wait list");
-                goto fail;
-            }
-            if (num_wait) memcpy(waits, wait_list, num_wait * sizeof *waits);
-            waits[num_wait++] = dep;
-            wait_list = waits;
-        }
+    const cln_att_args *a = ((const cln_att_call *)call)->a;
+    const cln_att_plan *pl = ((const cln_att_call *)call)->pl;
+    switch (kind) {
+    case CLN_A_Q: v->mem = a->q.mem; break;
+    case CLN_A_Q_OFF: v->ul = a->q.offset; break;
+    case CLN_A_Q_SB: v->ul = a->q.stride_batch; break;
+    case CLN_A_Q_SH: v->ul = a->q.stride_head; break;
+    case CLN_A_Q_SL: v->ul = a->q.stride_len; break;
+    case CLN_A_K: v->mem = a->k.mem; break;
+    case CLN_A_K_OFF: v->ul = a->k.offset; break;
+    case CLN_A_K_SB: v->ul = a->k.stride_batch; break;
+    case CLN_A_K_SH: v->ul = a->k.stride_head; break;
+    case CLN_A_K_SL: v->ul = a->k.stride_len; break;
+    case CLN_A_V: v->mem = a->v.mem; break;
+    case CLN_A_V_OFF: v->ul = a->v.offset; break;
+    case CLN_A_V_SB: v->ul = a->v.stride_batch; break;
+    case CLN_A_V_SH: v->ul = a->v.stride_head; break;
+    case CLN_A_V_SL: v->ul = a->v.stride_len; break;
+    case CLN_A_OUT: v->mem = a->out.mem; break;
+    case CLN_A_OUT_OFF: v->ul = a->out.offset; break;
+    case CLN_A_OUT_SB: v->ul = a->out.stride_batch; break;
+    case CLN_A_OUT_SH: v->ul = a->out.stride_head; break;
+    case CLN_A_OUT_SL: v->ul = a->out.stride_len; break;
+    /* Never touched where the flags say absent, but a buffer must be passed. */
+    case CLN_A_LSE: v->mem = a->lse ? a->lse : a->any; break;
+    case CLN_A_KV_LENS: v->mem = a->kv_lens ? a->kv_lens : a->any; break;
+    case CLN_A_PART: v->mem = a->any; break; /* a one-stage call has no partials */
+    case CLN_A_FLAGS: v->ui = a->flags; break;
+    case CLN_A_Q_HEADS: v->ui = a->q_heads; break;
+    case CLN_A_KV_HEADS: v->ui = a->kv_heads; break;
+    case CLN_A_Q_LEN: v->ui = a->q_len; break;
+    case CLN_A_KV_LEN: v->ui = a->kv_len; break;
+    case CLN_A_HEAD_DIM: v->ui = a->head_dim; break;
+    case CLN_A_SCALE: v->f = a->scale; break;
+    case CLN_A_QBLOCK: v->ui = (cl_uint)pl->qblock; break;
+    case CLN_A_QBLOCKS: v->ui = (cl_uint)pl->qblocks; break;
+    case CLN_A_CHUNKS: v->ui = (cl_uint)pl->chunks; break;
+    case CLN_A_CHUNK_LEN: v->ui = (cl_uint)pl->chunk_len; break;
+    case CLN_A_COL_LANES: v->ui = (cl_uint)pl->col_lanes; break;
+    case CLN_A_ITEMS: v->ul = pl->items; break;
+    case CLN_A_A: v->mem = a->a.mem; break;
+    case CLN_A_A_OFF: v->ul = a->a.offset; break;
+    case CLN_A_A_LD: v->ul = a->a.ld; break;
+    case CLN_A_LSE_A: v->mem = a->lse_a; break;
+    case CLN_A_B: v->mem = a->b.mem; break;
+    case CLN_A_B_OFF: v->ul = a->b.offset; break;
+    case CLN_A_B_LD: v->ul = a->b.ld; break;
+    case CLN_A_LSE_B: v->mem = a->lse_b; break;
+    case CLN_A_Y: v->mem = a->y.mem; break;
+    case CLN_A_Y_OFF: v->ul = a->y.offset; break;
+    case CLN_A_Y_LD: v->ul = a->y.ld; break;
+    default: break;
     }
-    if (n > 1) {
-        cl_command_queue_properties qp = 0;
-        if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
-            (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
-            in_order = 0;
-        if ((st = cln_scratch_acquire(ctx, q, in_order, part_bytes, &scratch))) goto fail;
-        part = cln_scratch_mem(scratch);
-    }
-    const int keep_last = cln_scratch_needs_event(scratch) || serial;
-    for (int j = 0; j < n; j++)
-        if ((st = cln_att_set_args(lease[j].kernel, stages[j].kid, a, pl, part,
-                                   stages[j].local_bytes)))
-            goto fail;
-    for (int j = 0; j < n; j++) {
-        size_t local = stages[j].local, global = stages[j].global;
-        cl_event done = NULL;
-        const int want = j + 1 < n ? !in_order : keep_last;
-        cl_event *evp = want ? &done : j + 1 < n ? NULL : event, cap = NULL;
-        if (lease[j].wants_event && !evp) evp = &cap;
-        cl_int err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
-                                            j ? (prev ? 1 : 0) : num_wait,
-                                            j ? (prev ? &prev : NULL) : wait_list, evp);
-        if (err == CL_SUCCESS && lease[j].wants_event) cln_kernel_ran(&lease[j], *evp);
-        if (cap) clReleaseEvent(cap);
-        if (err != CL_SUCCESS) {
-            /* The first stage cannot be withdrawn: let it finish. */
-            if (prev) clWaitForEvents(1, &prev);
-            else if (j) clFinish(q);
-            st = cln_cl_fail(err, "clEnqueueNDRangeKernel(%s)", cln_kernel_name(stages[j].kid));
-            goto fail;
-        }
-        if (prev) clReleaseEvent(prev);
-        prev = done;
-    }
-    if (keep_last) {
-        last = prev;
-        prev = NULL;
-        if (event) {
-            clRetainEvent(last);
-            *event = last;
-        }
-    }
-fail:
-    if (serial) cln_serial_end(CLN_SERIAL_ALL, q, last);
-    if (dep) clReleaseEvent(dep);
-    free(waits);
-    if (prev) clReleaseEvent(prev);
-    cln_scratch_release(scratch, last);
-    if (last) clReleaseEvent(last);
-    return st;
-}
-
-/* Nothing to compute: an asked-for event still completes after the wait list. */
-static clnorm_status cln_att_noop(cl_command_queue q, cl_uint num_wait, const cl_event *wait_list,
-                                  cl_event *event)
-{
-    if (!event) return CLNORM_SUCCESS;
-    cl_int err = clEnqueueMarkerWithWaitList(q, num_wait, wait_list, event);
-    if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueMarkerWithWaitList");
-    return CLNORM_SUCCESS;
 }
 
 /* Whether a view's offset and strides let its columns move in 4-element units. */
@@ -344,7 +233,7 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
             return st;
     }
     /* No query: nothing to compute (docs/API.md, 'Attention'). */
-    if (rows == 0) return cln_att_noop(queue, num_wait, wait_list, event);
+    if (rows == 0) return cln_enqueue_noop(queue, num_wait, wait_list, event);
 
     const cln_settings *set;
     const cln_profile *prof;
@@ -367,12 +256,16 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
         .q_len = (cl_uint)d.q_len, .kv_len = (cl_uint)d.kv_len,
         .head_dim = (cl_uint)d.head_dim,
         .scale = d.scale > 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim))};
-    const cln_att_stage stages[2] = {
-        {pl.cpu ? CLN_K_ATTENTION_CPU : CLN_K_ATTENTION, pl.groups * pl.wg, pl.wg,
-         pl.local_bytes},
-        {CLN_K_ATTENTION_REDUCE, rows * pl.reduce_wg, pl.reduce_wg, 0}};
-    st = cln_att_enqueue(queue, ctx, prof, pl.chunks > 1 ? 2 : 1, stages, lease, &a, &pl,
-                         pl.part_bytes, num_wait, wait_list, event);
+    const cln_att_call call = {&a, &pl};
+    const int n = pl.chunks > 1 ? 2 : 1;
+    const cln_stages c = {
+        .n = n,
+        .s = {{pl.cpu ? CLN_K_ATTENTION_CPU : CLN_K_ATTENTION, pl.groups * pl.wg, pl.wg,
+               pl.local_bytes},
+              {CLN_K_ATTENTION_REDUCE, rows * pl.reduce_wg, pl.reduce_wg, 0}},
+        .lease = lease, .part_bytes = n > 1 ? pl.part_bytes : 0, .fill = cln_att_fill,
+        .call = &call};
+    st = cln_enqueue_stages(queue, ctx, prof, &c, num_wait, wait_list, event);
     for (int j = 0; j < 2; j++) cln_kernel_return(&lease[j]);
     return st;
 }
@@ -416,7 +309,7 @@ clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
         (st = cln_check_disjoint("out", out.mem, out.offset * es, ob, "lse_a", lse_a, 0, n4)) ||
         (st = cln_check_disjoint("out", out.mem, out.offset * es, ob, "lse_b", lse_b, 0, n4)))
         return st;
-    if (rows == 0) return cln_att_noop(queue, num_wait, wait_list, event);
+    if (rows == 0) return cln_enqueue_noop(queue, num_wait, wait_list, event);
 
     const cln_settings *set;
     const cln_profile *prof;
@@ -443,9 +336,10 @@ clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
     const size_t wg = cln_att_merge_wg(prof, &lim, head_dim);
     cln_att_args a = {.a = out_a, .b = out_b, .y = out, .lse = lse, .lse_a = lse_a,
                       .lse_b = lse_b, .any = lse, .head_dim = (cl_uint)head_dim};
-    const cln_att_stage stage = {CLN_K_ATTENTION_MERGE, rows * wg, wg, 0};
-    st = cln_att_enqueue(queue, ctx, prof, 1, &stage, &lease, &a, &pl, 0, num_wait, wait_list,
-                         event);
+    const cln_att_call call = {&a, &pl};
+    const cln_stages c = {.n = 1, .s = {{CLN_K_ATTENTION_MERGE, rows * wg, wg, 0}},
+                          .lease = &lease, .fill = cln_att_fill, .call = &call};
+    st = cln_enqueue_stages(queue, ctx, prof, &c, num_wait, wait_list, event);
     cln_kernel_return(&lease);
     return st;
 }

@@ -21,62 +21,26 @@ clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait, const cl_ev
     return CLNORM_SUCCESS;
 }
 
-/* Sets the arguments of kernel kid from its list in the kernel table (src/kernels.c),
-   which follows the kernel's declaration in cl/. */
-static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args *a,
-                                  const cln_plan *pl, cl_mem part, cl_mem sync,
-                                  cl_uint sync_base)
+clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg_fill fill,
+                                  const void *call, size_t local_bytes, cl_mem part,
+                                  cl_mem sync, cl_uint sync_base)
 {
     const cln_kernel_info *info = &cln_kernel_table[kid];
     for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {
         const cln_arg kind = info->args[i];
-        cl_mem mem = NULL;
-        cl_ulong ul = 0;
-        cl_uint ui = 0;
-        float f = 0.0f;
-        switch (kind) {
-        case CLN_A_X: mem = a->x.mem; break;
-        case CLN_A_X_OFF: ul = a->x.offset; break;
-        case CLN_A_X_LD: ul = a->x.ld; break;
-        case CLN_A_Y: mem = a->y.mem; break;
-        case CLN_A_Y_OFF: ul = a->y.offset; break;
-        case CLN_A_Y_LD: ul = a->y.ld; break;
-        case CLN_A_RES: mem = a->res.mem; break;
-        case CLN_A_RES_OFF: ul = a->res.offset; break;
-        case CLN_A_RES_LD: ul = a->res.ld; break;
-        case CLN_A_UPDATE: ui = a->update; break;
-        /* Never read when has_gamma is 0, but a buffer must be passed. */
-        case CLN_A_GAMMA: mem = a->gamma ? a->gamma : a->x.mem; break;
-        case CLN_A_HAS_GAMMA: ui = a->gamma != NULL; break;
-        case CLN_A_ROW_MAX: mem = a->row_max; break;
-        case CLN_A_ROW_SUM: mem = a->row_sum; break;
-        case CLN_A_B_MAX: mem = a->b_max; break;
-        case CLN_A_B_SUM: mem = a->b_sum; break;
-        case CLN_A_ROWS: ul = a->rows; break;
-        case CLN_A_COLS: ul = a->cols; break;
-        case CLN_A_EPS: f = a->eps; break;
-        case CLN_A_TEAM: ui = (cl_uint)pl->team; break;
-        case CLN_A_ONLINE: ui = (cl_uint)pl->online; break;
-        case CLN_A_SLICES: ul = pl->slices; break;
-        case CLN_A_SLICE_LEN: ul = pl->slice_len; break;
-        case CLN_A_PART:
-        case CLN_A_MAXIMA: mem = part; break;
-        /* The three-pass split's last stage scales weights its second stage stored, in
-           the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
-        case CLN_A_WEIGHTED: ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
-        case CLN_A_SYNC: mem = sync; break;
-        case CLN_A_SYNC_BASE: ui = sync_base; break;
-        /* The scratch's size is set below; the attention kinds are attention.c's. */
-        default: break;
-        }
+        cln_arg_value v = {0};
+        fill(call, kind, &v);
+        if ((kind == CLN_A_PART || kind == CLN_A_MAXIMA) && part) v.mem = part;
+        if (kind == CLN_A_SYNC) v.mem = sync;
+        if (kind == CLN_A_SYNC_BASE) v.ui = sync_base;
         size_t size = 0;
         const void *value = NULL;
         switch (cln_arg_descs[kind].type) {
-        case CLN_T_GLOBAL: size = sizeof mem; value = &mem; break;
-        case CLN_T_ULONG: size = sizeof ul; value = &ul; break;
-        case CLN_T_UINT: size = sizeof ui; value = &ui; break;
-        case CLN_T_FLOAT: size = sizeof f; value = &f; break;
-        case CLN_T_LOCAL: size = pl->local_bytes; break;
+        case CLN_T_GLOBAL: size = sizeof v.mem; value = &v.mem; break;
+        case CLN_T_ULONG: size = sizeof v.ul; value = &v.ul; break;
+        case CLN_T_UINT: size = sizeof v.ui; value = &v.ui; break;
+        case CLN_T_FLOAT: size = sizeof v.f; value = &v.f; break;
+        case CLN_T_LOCAL: size = local_bytes; break;
         }
         cl_int err = clSetKernelArg(k, i, size, value);
         if (err != CL_SUCCESS)
@@ -86,19 +50,18 @@ static clnorm_status cln_set_args(cl_kernel k, cln_kernel_id kid, const cln_args
     return CLNORM_SUCCESS;
 }
 
-/* Enqueues a planned call (enqueue.h). */
-clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_profile *prof,
-                               const cln_plan *pl, cln_kernel_lease lease[3], const cln_args *a,
-                               cl_uint num_wait, const cl_event *wait_list, cl_event *event)
+clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_profile *prof,
+                                 const cln_stages *c, cl_uint num_wait,
+                                 const cl_event *wait_list, cl_event *event)
 {
     cln_scratch *scratch = NULL;
-    cl_mem part = NULL;
+    cl_mem part = NULL, sync = NULL;
+    cl_uint sync_base = 0;
     cl_event prev = NULL, last = NULL, dep = NULL, *waits = NULL;
-    cl_int err;
-    int serial = 0;
     clnorm_status st = CLNORM_SUCCESS;
+    int serial = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
-    if (chain == CLN_SERIAL_ALL || pl->variant == CLN_VAR_COOP) {
+    if (chain == CLN_SERIAL_ALL || c->sync_words) {
         /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
         cln_serial_begin(chain, ctx, &dep);
@@ -113,56 +76,44 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
             wait_list = waits;
         }
     }
-    cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
-    int n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3;
-    int in_order = 1;
-    cl_mem sync = NULL;
-    cl_uint sync_base = 0;
-    if (n > 1 || pl->variant == CLN_VAR_COOP) {
+    if (c->part_bytes) {
         cl_command_queue_properties qp = 0;
         if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
             (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
             in_order = 0;
-        /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
-           three-pass maxima in the third (cl/softmax.cl). The coop variant also
-           counts in fresh words, one and one per row (cl/coop.cl). */
-        if ((st = cln_scratch_acquire(ctx, q, in_order, pl->groups * 4 * sizeof(float),
-                                      &scratch)))
-            goto fail;
+        if ((st = cln_scratch_acquire(ctx, q, in_order, c->part_bytes, &scratch))) goto fail;
         part = cln_scratch_mem(scratch);
-        if (pl->variant == CLN_VAR_COOP &&
-            (st = cln_scratch_sync(scratch, q, 1 + a->rows, &sync, &sync_base)))
+        if (c->sync_words && (st = cln_scratch_sync(scratch, q, c->sync_words, &sync, &sync_base)))
             goto fail;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
        it or the serial mode chains on it. */
     const int keep_last = cln_scratch_needs_event(scratch) || serial;
-    for (int j = 0; j < n; j++)
-        if ((st = cln_set_args(lease[j].kernel, kids[j], a, pl, part, sync, sync_base)))
+    for (int j = 0; j < c->n; j++)
+        if ((st = cln_set_kernel_args(c->lease[j].kernel, c->s[j].kid, c->fill, c->call,
+                                      c->s[j].local_bytes, part, sync, sync_base)))
             goto fail;
-    for (int j = 0; j < n; j++) {
-        size_t local = pl->wg, global = pl->groups * pl->wg;
-        /* The statistics' last stage runs one work-group per row. */
-        if (cln_kernel_table[kids[j]].group_per_row) global = a->rows * pl->wg;
+    for (int j = 0; j < c->n; j++) {
+        cln_kernel_lease *ls = &c->lease[j];
+        size_t local = c->s[j].local, global = c->s[j].global;
         cl_event done = NULL;
         /* Stages follow one another by the queue's order where it has one, else by
            events. */
-        const int want = j + 1 < n ? !in_order : keep_last;
-        cl_event *evp = want ? &done : j + 1 < n ? NULL : event, cap = NULL;
+        const int more = j + 1 < c->n, want = more ? !in_order : keep_last;
+        cl_event *evp = want ? &done : more ? NULL : event, cap = NULL;
         /* A program waiting to be stored after its first run wants that run's event. */
-        if (lease[j].wants_event && !evp) evp = &cap;
-        err = clEnqueueNDRangeKernel(q, lease[j].kernel, 1, NULL, &global, &local,
-                                     j ? (prev ? 1 : 0) : num_wait, j ? (prev ? &prev : NULL)
-                                                                    : wait_list,
-                                     evp);
-        if (err == CL_SUCCESS && lease[j].wants_event) cln_kernel_ran(&lease[j], *evp);
+        if (ls->wants_event && !evp) evp = &cap;
+        cl_int err = clEnqueueNDRangeKernel(q, ls->kernel, 1, NULL, &global, &local,
+                                            j ? (prev ? 1 : 0) : num_wait,
+                                            j ? (prev ? &prev : NULL) : wait_list, evp);
+        if (err == CL_SUCCESS && ls->wants_event) cln_kernel_ran(ls, *evp);
         if (cap) clReleaseEvent(cap);
         if (err != CL_SUCCESS) {
             /* Earlier stages are enqueued and cannot be withdrawn: let them finish so
                no work of this call is left behind. */
             if (prev) clWaitForEvents(1, &prev);
             else if (j) clFinish(q);
-            st = cln_cl_fail(err, "clEnqueueNDRangeKernel(%s)", cln_kernel_name(kids[j]));
+            st = cln_cl_fail(err, "clEnqueueNDRangeKernel(%s)", cln_kernel_name(c->s[j].kid));
             goto fail;
         }
         if (prev) clReleaseEvent(prev);
@@ -183,7 +134,76 @@ fail:
     if (prev) clReleaseEvent(prev);
     cln_scratch_release(scratch, last);
     if (last) clReleaseEvent(last);
-    for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
     return st;
 }
 
+/* The value of argument kind of a rows call (a cln_rows_call), from the kernel table's
+   list, which follows the kernel's declaration in cl/. */
+typedef struct cln_rows_call {
+    const cln_args *a;
+    const cln_plan *pl;
+} cln_rows_call;
+
+static void cln_rows_fill(const void *call, cln_arg kind, cln_arg_value *v)
+{
+    const cln_args *a = ((const cln_rows_call *)call)->a;
+    const cln_plan *pl = ((const cln_rows_call *)call)->pl;
+    switch (kind) {
+    case CLN_A_X: v->mem = a->x.mem; break;
+    case CLN_A_X_OFF: v->ul = a->x.offset; break;
+    case CLN_A_X_LD: v->ul = a->x.ld; break;
+    case CLN_A_Y: v->mem = a->y.mem; break;
+    case CLN_A_Y_OFF: v->ul = a->y.offset; break;
+    case CLN_A_Y_LD: v->ul = a->y.ld; break;
+    case CLN_A_RES: v->mem = a->res.mem; break;
+    case CLN_A_RES_OFF: v->ul = a->res.offset; break;
+    case CLN_A_RES_LD: v->ul = a->res.ld; break;
+    case CLN_A_UPDATE: v->ui = a->update; break;
+    /* Never read when has_gamma is 0, but a buffer must be passed. */
+    case CLN_A_GAMMA: v->mem = a->gamma ? a->gamma : a->x.mem; break;
+    case CLN_A_HAS_GAMMA: v->ui = a->gamma != NULL; break;
+    case CLN_A_ROW_MAX: v->mem = a->row_max; break;
+    case CLN_A_ROW_SUM: v->mem = a->row_sum; break;
+    case CLN_A_B_MAX: v->mem = a->b_max; break;
+    case CLN_A_B_SUM: v->mem = a->b_sum; break;
+    case CLN_A_ROWS: v->ul = a->rows; break;
+    case CLN_A_COLS: v->ul = a->cols; break;
+    case CLN_A_EPS: v->f = a->eps; break;
+    case CLN_A_TEAM: v->ui = (cl_uint)pl->team; break;
+    case CLN_A_ONLINE: v->ui = (cl_uint)pl->online; break;
+    case CLN_A_SLICES: v->ul = pl->slices; break;
+    case CLN_A_SLICE_LEN: v->ul = pl->slice_len; break;
+    /* The three-pass split's last stage scales weights its second stage stored, in
+       the builds whose kernels store them (cl/softmax.cl, CLN_SPLIT_WEIGHTS). */
+    case CLN_A_WEIGHTED: v->ui = pl->op == CLN_OP_SOFTMAX_THREE_PASS; break;
+    /* The partials, the synchronisation words and the scratch's size are the call's
+       (cln_set_kernel_args); the attention kinds are attention.c's. */
+    default: break;
+    }
+}
+
+/* Enqueues a planned call (enqueue.h). */
+clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_profile *prof,
+                               const cln_plan *pl, cln_kernel_lease lease[3], const cln_args *a,
+                               cl_uint num_wait, const cl_event *wait_list, cl_event *event)
+{
+    const cln_rows_call call = {a, pl};
+    const int coop = pl->variant == CLN_VAR_COOP;
+    cln_stages c = {.n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3,
+                    .lease = lease, .fill = cln_rows_fill, .call = &call,
+                    /* The coop variant counts in fresh words, one and one per row
+                       (cl/coop.cl). */
+                    .sync_words = coop ? 1 + a->rows : 0};
+    /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
+       three-pass maxima in the third (cl/softmax.cl). */
+    if (c.n > 1 || coop) c.part_bytes = pl->groups * 4 * sizeof(float);
+    const cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
+    for (int j = 0; j < c.n; j++) {
+        /* The statistics' last stage runs one work-group per row. */
+        const size_t units = cln_kernel_table[kids[j]].group_per_row ? a->rows : pl->groups;
+        c.s[j] = (cln_stage){kids[j], units * pl->wg, pl->wg, pl->local_bytes};
+    }
+    clnorm_status st = cln_enqueue_stages(q, ctx, prof, &c, num_wait, wait_list, event);
+    for (int j = 0; j < 3; j++) cln_kernel_return(&lease[j]);
+    return st;
+}

@@ -20,6 +20,55 @@ typedef struct cln_args {
 } cln_args;
 
 
+/* The value of one kernel argument, in the member its type uses (cln_arg_descs). */
+typedef struct cln_arg_value {
+    cl_mem mem;
+    cl_ulong ul;
+    cl_uint ui;
+    float f;
+} cln_arg_value;
+
+/* Fills *v, zeroed, with the value of argument kind for a call; kinds the call does not
+   know stay zero. */
+typedef void (*cln_arg_fill)(const void *call, cln_arg kind, cln_arg_value *v);
+
+/* Sets every argument of kernel kid (its list in the kernel table, src/kernels.c):
+   the partials buffer (where part is not NULL), the synchronisation words and their
+   first index from the call's scratch, the __local scratch at local_bytes, every other
+   kind from fill. */
+CLN_HIDDEN clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg_fill fill,
+                                             const void *call, size_t local_bytes, cl_mem part,
+                                             cl_mem sync, cl_uint sync_base);
+
+/* One stage of a call: its kernel, NDRange and __local scratch. */
+typedef struct cln_stage {
+    cln_kernel_id kid;
+    size_t global, local, local_bytes;
+} cln_stage;
+
+/* A call of n stages whose kernels lease holds, in order. */
+typedef struct cln_stages {
+    int n;                  /* 1 to 3 */
+    cln_stage s[3];
+    cln_kernel_lease *lease;
+    size_t part_bytes;      /* the partials buffer the stages share; 0: none */
+    size_t sync_words;      /* fresh synchronisation words of a call whose groups wait
+                               for one another (the coop variant), within the partials'
+                               scratch; 0: none */
+    cln_arg_fill fill;      /* the arguments */
+    const void *call;
+} cln_stages;
+
+/* Enqueues the stages of c on q of ctx, on the device of profile prof: one after
+   another by the queue's order, or by events on an out-of-order queue; one operation
+   at a time where the serial mode holds (PoCL), and always for calls with
+   synchronisation words. *event (if asked for) receives the last stage's. On failure
+   nothing of the call is left running. The leases stay the caller's. */
+CLN_HIDDEN clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx,
+                                            const cln_profile *prof, const cln_stages *c,
+                                            cl_uint num_wait, const cl_event *wait_list,
+                                            cl_event *event);
+
 /* rows == 0: nothing to do, but an asked-for event still completes after the wait
    list, as an enqueued no-op would. */
 CLN_HIDDEN clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait,
