@@ -55,6 +55,26 @@ typedef float cln_attc_v;
 #define CLN_ATTC_GLOAD(p, u) CLN_LOAD((p), (u))
 #endif
 
+/* bfloat16 and float16 K and V blocks are converted to float once per block, into
+   private rows that the passes over the block's queries then read: converting them
+   again in each pass bound the 16-query case by conversions. float32 blocks, and
+   scalar builds, read K and V where they are. */
+#if CLN_ATTC_W > 1 && CLN_DTYPE != 0
+#define CLN_ATTC_STAGE 1
+typedef __private const float *cln_attc_row;
+#define CLN_ATTC_KROW(jj) (kf + (jj) * CLN_ATTC_HD)
+#define CLN_ATTC_VROW(jj) (vf + (jj) * CLN_ATTC_HD)
+#define CLN_ATTC_RLOAD(p, u) CLN_ATTC_PLOAD(p, u)
+#define CLN_ATTC_RSCALAR(p, d) ((p)[d])
+#else
+#define CLN_ATTC_STAGE 0
+typedef const __global cln_t *cln_attc_row;
+#define CLN_ATTC_KROW(jj) (k + kbase + (ulong)(jb + (jj)) * ksl)
+#define CLN_ATTC_VROW(jj) (v + vbase + (ulong)(jb + (jj)) * vsl)
+#define CLN_ATTC_RLOAD(p, u) CLN_ATTC_GLOAD(p, u)
+#define CLN_ATTC_RSCALAR(p, d) CLN_LOAD(p, d)
+#endif
+
 /* The sum of a vector's lanes. */
 inline float cln_attc_hsum(cln_attc_v x)
 {
@@ -126,8 +146,25 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
         last[i] = causal ? (long)t + keys - (long)q_len : keys - 1;
     }
 
+#if CLN_ATTC_STAGE
+    float kf[CLN_ATTC_KB * CLN_ATTC_HD], vf[CLN_ATTC_KB * CLN_ATTC_HD];
+#endif
     for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
         const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
+#if CLN_ATTC_STAGE
+        for (uint jj = 0; jj < nk; jj++) {
+            const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
+            const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
+            for (uint u = 0; u < units; u++) {
+                CLN_ATTC_PSTORE(kf + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(kr, u));
+                CLN_ATTC_PSTORE(vf + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(vr, u));
+            }
+            for (uint d = tail0; d < head_dim; d++) {
+                kf[jj * CLN_ATTC_HD + d] = CLN_LOAD(kr, d);
+                vf[jj * CLN_ATTC_HD + d] = CLN_LOAD(vr, d);
+            }
+        }
+#endif
         for (uint q4 = 0; q4 < nqp; q4 += CLN_ATTC_R) {
 #if CLN_ATTC_W > 1
             /* Scores of the block's keys, two keys at a time (an odd last one is scored
@@ -136,8 +173,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
             float s[CLN_ATTC_R][CLN_ATTC_KB];
             for (uint jj = 0; jj < nk; jj += 2) {
                 const uint j2 = min(jj + 1u, nk - 1u);
-                const __global cln_t *k0 = k + kbase + (ulong)(jb + jj) * ksl;
-                const __global cln_t *k1 = k + kbase + (ulong)(jb + j2) * ksl;
+                const cln_attc_row k0 = CLN_ATTC_KROW(jj), k1 = CLN_ATTC_KROW(j2);
                 cln_attc_v s0[CLN_ATTC_R], s1[CLN_ATTC_R];
                 float t0[CLN_ATTC_R], t1[CLN_ATTC_R];
                 #pragma unroll
@@ -146,7 +182,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                     t0[i] = t1[i] = 0.0f;
                 }
                 for (uint u = 0; u < units; u++) {
-                    const cln_attc_v x0 = CLN_ATTC_GLOAD(k0, u), x1 = CLN_ATTC_GLOAD(k1, u);
+                    const cln_attc_v x0 = CLN_ATTC_RLOAD(k0, u), x1 = CLN_ATTC_RLOAD(k1, u);
                     #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const cln_attc_v qv = CLN_ATTC_PLOAD(qp + (q4 + i) * CLN_ATTC_HD, u);
@@ -155,7 +191,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                     }
                 }
                 for (uint d = tail0; d < head_dim; d++) {
-                    const float x0 = CLN_LOAD(k0, d), x1 = CLN_LOAD(k1, d);
+                    const float x0 = CLN_ATTC_RSCALAR(k0, d), x1 = CLN_ATTC_RSCALAR(k1, d);
                     #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float qv = qp[(q4 + i) * CLN_ATTC_HD + d];
@@ -216,8 +252,8 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                     a1[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u + 1u) * alpha[i];
                 }
                 for (uint jj = 0; jj < nk; jj++) {
-                    const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
-                    const cln_attc_v v0 = CLN_ATTC_GLOAD(vr, u), v1 = CLN_ATTC_GLOAD(vr, u + 1u);
+                    const cln_attc_row vr = CLN_ATTC_VROW(jj);
+                    const cln_attc_v v0 = CLN_ATTC_RLOAD(vr, u), v1 = CLN_ATTC_RLOAD(vr, u + 1u);
                     if (sparse) {
                         #pragma unroll
                         for (uint i = 0; i < CLN_ATTC_R; i++) {
@@ -246,7 +282,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     a[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
                 for (uint jj = 0; jj < nk; jj++) {
-                    const cln_attc_v vv = CLN_ATTC_GLOAD(v + vbase + (ulong)(jb + jj) * vsl, u);
+                    const cln_attc_v vv = CLN_ATTC_RLOAD(CLN_ATTC_VROW(jj), u);
                     #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float p = s[i][jj];
@@ -312,7 +348,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                 for (uint i = 0; i < CLN_ATTC_R; i++)
                     a[i] = CLN_ATTC_PLOAD(acc + (q4 + i) * CLN_ATTC_HD, u) * alpha[i];
                 for (uint jj = 0; jj < nk; jj++) {
-                    const cln_attc_v vv = CLN_ATTC_GLOAD(v + vbase + (ulong)(jb + jj) * vsl, u);
+                    const cln_attc_v vv = CLN_ATTC_RLOAD(CLN_ATTC_VROW(jj), u);
                     #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float p = s[i][jj];
@@ -329,7 +365,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
                 #pragma unroll
                 for (uint i = 0; i < CLN_ATTC_R; i++) a[i] = acc[(q4 + i) * CLN_ATTC_HD + d] * alpha[i];
                 for (uint jj = 0; jj < nk; jj++) {
-                    const float vv = CLN_LOAD(v, vbase + (ulong)(jb + jj) * vsl + d);
+                    const float vv = CLN_ATTC_RSCALAR(CLN_ATTC_VROW(jj), d);
                     #pragma unroll
                     for (uint i = 0; i < CLN_ATTC_R; i++) {
                         const float p = s[i][jj];
