@@ -55,17 +55,20 @@ typedef float cln_attc_v;
 #define CLN_ATTC_GLOAD(p, u) CLN_LOAD((p), (u))
 #endif
 
-/* bfloat16 and float16 K and V blocks are converted to float once per block, into
-   private rows that the passes over the block's queries then read: converting them
-   again in each pass bound the 16-query case by conversions. float32 blocks, and
-   scalar builds, read K and V where they are. */
-#if CLN_ATTC_W > 1 && CLN_DTYPE != 0
+/* Vector builds copy each block of K and V rows once into private arrays of vectors,
+   as float, which the passes over the block's queries then read: bfloat16 and float16
+   rows are converted once instead of once per pass of CLN_ATTC_R queries, and the
+   passes' loads are whole aligned vectors, where loads of rows at any element offset
+   are split in two (x86 compilers split unaligned 32-byte loads). Scalar builds read
+   K and V where they are. */
+#if CLN_ATTC_W > 1
 #define CLN_ATTC_STAGE 1
-typedef __private const float *cln_attc_row;
-#define CLN_ATTC_KROW(jj) (kf + (jj) * CLN_ATTC_HD)
-#define CLN_ATTC_VROW(jj) (vf + (jj) * CLN_ATTC_HD)
-#define CLN_ATTC_RLOAD(p, u) CLN_ATTC_PLOAD(p, u)
-#define CLN_ATTC_RSCALAR(p, d) ((p)[d])
+#define CLN_ATTC_HV (CLN_ATTC_HD / CLN_ATTC_W)
+typedef __private const cln_attc_v *cln_attc_row;
+#define CLN_ATTC_KROW(jj) (kf + (jj) * CLN_ATTC_HV)
+#define CLN_ATTC_VROW(jj) (vf + (jj) * CLN_ATTC_HV)
+#define CLN_ATTC_RLOAD(p, u) ((p)[u])
+#define CLN_ATTC_RSCALAR(p, d) (((__private const float *)(p))[d])
 #else
 #define CLN_ATTC_STAGE 0
 typedef const __global cln_t *cln_attc_row;
@@ -147,7 +150,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
     }
 
 #if CLN_ATTC_STAGE
-    float kf[CLN_ATTC_KB * CLN_ATTC_HD], vf[CLN_ATTC_KB * CLN_ATTC_HD];
+    cln_attc_v kf[CLN_ATTC_KB * CLN_ATTC_HV], vf[CLN_ATTC_KB * CLN_ATTC_HV];
 #endif
     for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
         const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
@@ -156,12 +159,14 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
             const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
             const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
             for (uint u = 0; u < units; u++) {
-                CLN_ATTC_PSTORE(kf + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(kr, u));
-                CLN_ATTC_PSTORE(vf + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(vr, u));
+                kf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(kr, u);
+                vf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(vr, u);
             }
+            __private float *kt = (__private float *)(kf + jj * CLN_ATTC_HV);
+            __private float *vt = (__private float *)(vf + jj * CLN_ATTC_HV);
             for (uint d = tail0; d < head_dim; d++) {
-                kf[jj * CLN_ATTC_HD + d] = CLN_LOAD(kr, d);
-                vf[jj * CLN_ATTC_HD + d] = CLN_LOAD(vr, d);
+                kt[d] = CLN_LOAD(kr, d);
+                vt[d] = CLN_LOAD(vr, d);
             }
         }
 #endif
