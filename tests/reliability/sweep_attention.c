@@ -51,16 +51,18 @@ static cl_mem upload(cl_context ctx, clnorm_dtype dt, const float *x, size_t n)
     return m;
 }
 
-/* One attention call, out in rows padded by 3 canaries; returns failures. */
+/* One attention call of QL (at most QLMAX) queries a head, out in rows padded by 3
+   canaries; returns failures. */
+enum { QLMAX = 5 };
 static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, size_t hd,
-                         size_t split, int variant, uint64_t *seed, int verbose)
+                         size_t split, size_t QL, int variant, uint64_t *seed, int verbose)
 {
-    enum { B = 2, QH = 4, KVH = 2, QL = 3, KV = 37, PAD = 3 };
+    enum { B = 2, QH = 4, KVH = 2, KV = 37, PAD = 3 };
     const int lens[B] = {0, 30};
     const size_t nq = B * QH * QL * hd, nk = B * KVH * KV * hd, es = rel_esize(dt);
     const size_t ld = hd + PAD, no = B * QH * QL * ld, rows = B * QH * QL;
     float *x = malloc((nq + 2 * nk) * sizeof(float)), *got = malloc(no * sizeof(float));
-    double *want = malloc(nq * sizeof(double)), wl[B * QH * QL];
+    double *want = malloc(nq * sizeof(double)), wl[B * QH * QLMAX];
     for (size_t i = 0; i < nq + 2 * nk; i++) x[i] = rel_round(dt, (float)(6 * rel_unit(seed) - 3));
     float *k = x + nq, *v = k + nk;
     reference(x, k, v, B, QH, KVH, QL, KV, hd, lens, want, wl);
@@ -70,7 +72,7 @@ static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, si
     memcpy(&cf, &CANARY, 4);
     rel_pack(dt, &cf, &cbits, 1);
     for (size_t i = 0; i < no; i++) memcpy((char *)oimg + i * es, &cbits, es);
-    float lse_h[B * QH * QL + 2];
+    float lse_h[B * QH * QLMAX + 2];
     for (size_t i = 0; i < rows + 2; i++) memcpy(&lse_h[i], &CANARY, 4);
     cl_mem bq = upload(ctx, dt, x, nq), bk = upload(ctx, dt, k, nk), bv = upload(ctx, dt, v, nk);
     cl_mem bo = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, no * es, oimg, NULL);
@@ -176,14 +178,17 @@ unsigned sw_attention(cl_context ctx, cl_command_queue q, clnorm_dtype dt, int v
     uint64_t seed = 0xa77e2u + (uint64_t)dt;
     /* head_dim 12: columns in 4-element units (the CPU form: a scalar tail past 8 and
        16); 5: the scalar path, a head that is not a power of two. 37 keys leave a
-       partial last tile (and key block); split 3 runs split-K. 6 queries a kv head
-       make two passes of the CPU form, the second partial. Both forms, whatever the
-       device's type. */
-    static const size_t shapes[][2] = {{12, 0}, {5, 0}, {12, 3}, {5, 2}};
+       partial last tile (and key block); split 3 runs split-K. 3 queries a head, 6 a
+       kv head: two passes of the CPU form, the second partial; 5 queries a head, 10 a
+       kv head: the CPU form's lanes form in vector builds, lanes past them empty. Both
+       forms, whatever the device's type. */
+    static const size_t shapes[][3] = {{12, 0, 3}, {5, 0, 3}, {12, 3, 3}, {5, 2, 3},
+                                       {12, 0, 5}, {5, 2, 5}};
     static const int forms[] = {CLNORM_VARIANT_STREAM, CLNORM_VARIANT_REGISTERS};
     for (size_t f = 0; f < 2; f++)
-        for (size_t i = 0; i < 4; i++) {
-            *failures += one(ctx, q, dt, shapes[i][0], shapes[i][1], forms[f], &seed, verbose);
+        for (size_t i = 0; i < 6; i++) {
+            *failures += one(ctx, q, dt, shapes[i][0], shapes[i][1], shapes[i][2], forms[f],
+                             &seed, verbose);
             ++*cases;
         }
     *failures += merge(ctx, q, dt, &seed);
