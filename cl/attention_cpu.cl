@@ -71,10 +71,11 @@ typedef float cln_attc_v;
 #define CLN_ATTC_GLOAD(p, u) CLN_LOAD((p), (u))
 #endif
 
-/* The passes form's rows: in vector builds private arrays of vectors, which the passes
-   read as whole aligned vectors (x86 compilers split loads of 32 bytes at any element
-   offset in two), bfloat16 and float16 converted once instead of once per pass; scalar
-   builds read K and V where they are. */
+/* The block's K and V rows: in vector builds copied, as float, into private arrays of
+   vectors, which the passes read as whole aligned vectors (x86 compilers split loads of
+   32 bytes at any element offset in two) and the lanes form element by element,
+   bfloat16 and float16 converted once per block; scalar builds read K and V where they
+   are. */
 #if CLN_ATTC_W > 1
 #define CLN_ATTC_STAGE 1
 #define CLN_ATTC_HV (CLN_ATTC_HD / CLN_ATTC_W)
@@ -83,6 +84,22 @@ typedef __private const cln_attc_v *cln_attc_row;
 #define CLN_ATTC_VROW(jj) (vf + (jj) * CLN_ATTC_HV)
 #define CLN_ATTC_RLOAD(p, u) ((p)[u])
 #define CLN_ATTC_RSCALAR(p, d) (((__private const float *)(p))[d])
+/* Copies the block's nk K and V rows from key jb on into kf and vf. */
+#define CLN_ATTC_COPY_BLOCK()                                                            \
+    for (uint jj = 0; jj < nk; jj++) {                                                   \
+        const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;                   \
+        const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;                   \
+        for (uint u = 0; u < units; u++) {                                               \
+            kf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(kr, u);                            \
+            vf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(vr, u);                            \
+        }                                                                                \
+        __private float *kt = (__private float *)(kf + jj * CLN_ATTC_HV);               \
+        __private float *vt = (__private float *)(vf + jj * CLN_ATTC_HV);               \
+        for (uint d = tail0; d < head_dim; d++) {                                        \
+            kt[d] = CLN_LOAD(kr, d);                                                     \
+            vt[d] = CLN_LOAD(vr, d);                                                     \
+        }                                                                                \
+    }
 #else
 #define CLN_ATTC_STAGE 0
 typedef const __global cln_t *cln_attc_row;
@@ -106,9 +123,9 @@ inline cln_attc_v cln_attc_w(cln_attc_v x, cln_attc_v m)
     return select(CLN_EXP(x - m), one, x == m);
 }
 
-/* The lanes form's rows, as float, bfloat16 and float16 converted in vectors. */
-#define CLN_ATTC_KEL(jj, d) ks[(jj) * CLN_ATTC_HD + (d)]
-#define CLN_ATTC_VEL(jj, d) vs[(jj) * CLN_ATTC_HD + (d)]
+/* An element of the block's copied rows, for the lanes form's broadcasts. */
+#define CLN_ATTC_KEL(jj, d) CLN_ATTC_RSCALAR(CLN_ATTC_KROW(jj), d)
+#define CLN_ATTC_VEL(jj, d) CLN_ATTC_RSCALAR(CLN_ATTC_VROW(jj), d)
 
 /* The weighted V rows of a block's keys into the accumulators a of CLN_ATTC_KR columns
    dc: NEXT is a[r][w]'s new value given f = a[r][w] + p * v, and live[w] (p != 0).
@@ -203,6 +220,12 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
     const long keys = cln_att_keys(kv_lens, b, kv_len, flags);
     const long kend = cln_att_kend(keys, causal, q_len, q0, nq);
     const long j0 = (long)c * chunk_len, j1 = min(j0 + (long)chunk_len, kend);
+    const uint units = head_dim / CLN_ATTC_W, tail0 = units * CLN_ATTC_W;
+    const ulong kbase = koff + b * ksb + (ulong)kvh * ksh;
+    const ulong vbase = voff + b * vsb + (ulong)kvh * vsh;
+#if CLN_ATTC_STAGE
+    cln_attc_v kf[CLN_ATTC_KB * CLN_ATTC_HV], vf[CLN_ATTC_KB * CLN_ATTC_HV];
+#endif
 #if CLN_ATTC_W > 1
     if (nq > CLN_ATTC_LANES_FROM) {
         /* Transposed: column d of the queries in qt[d * QV + lane / W], lane = query in the
@@ -213,8 +236,7 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
         __private float *qtf = (__private float *)qt, *otf = (__private float *)ot;
         __private float *mrun = (__private float *)mv, *lrun = (__private float *)lv;
         __private int *last = (__private int *)lastv;
-        const ulong qbase = qoff + b * qsb, kbase = koff + b * ksb + (ulong)kvh * ksh;
-        const ulong vbase = voff + b * vsb + (ulong)kvh * vsh;
+        const ulong qbase = qoff + b * qsb;
         for (uint i = 0; i < CLN_ATTC_QMAX; i++) {
             const uint qq = q0 + i, h = kvh * g + qq / q_len, t = qq % q_len;
             const ulong qrow = qbase + (ulong)h * qsh + (ulong)t * qsl;
@@ -226,23 +248,10 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
             lrun[i] = 0.0f;
             last[i] = i >= nq ? -1 : (int)(causal ? (long)t + keys - (long)q_len : keys - 1);
         }
-        float ks[CLN_ATTC_KB * CLN_ATTC_HD], vs[CLN_ATTC_KB * CLN_ATTC_HD];
-        const uint units = head_dim / CLN_ATTC_W, tail0 = units * CLN_ATTC_W;
 
         for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
             const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
-            for (uint jj = 0; jj < nk; jj++) {
-                const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
-                const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
-                for (uint u = 0; u < units; u++) {
-                    CLN_ATTC_PSTORE(ks + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(kr, u));
-                    CLN_ATTC_PSTORE(vs + jj * CLN_ATTC_HD, u, CLN_ATTC_GLOAD(vr, u));
-                }
-                for (uint d = tail0; d < head_dim; d++) {
-                    ks[jj * CLN_ATTC_HD + d] = CLN_LOAD(kr, d);
-                    vs[jj * CLN_ATTC_HD + d] = CLN_LOAD(vr, d);
-                }
-            }
+            CLN_ATTC_COPY_BLOCK()
             /* Scores, CLN_ATTC_KR keys at a time; keys past nk repeat the last one and,
                like keys a query does not see, score -inf. */
             for (uint j = 0; j < nk; j += CLN_ATTC_KR) {
@@ -325,14 +334,12 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
         return;
     }
 #endif
-    const uint units = head_dim / CLN_ATTC_W, tail0 = units * CLN_ATTC_W;
     /* The block's queries, scaled; a pass's queries past nq are zeros, never written. */
     float qp[CLN_ATTC_QMAX * CLN_ATTC_HD], acc[CLN_ATTC_QMAX * CLN_ATTC_HD];
     float mrun[CLN_ATTC_QMAX], lrun[CLN_ATTC_QMAX];
     long last[CLN_ATTC_QMAX];
     const uint npass = (nq + CLN_ATTC_R - 1u) / CLN_ATTC_R, nqp = npass * CLN_ATTC_R;
-    const ulong qbase = qoff + b * qsb, kbase = koff + b * ksb + (ulong)kvh * ksh;
-    const ulong vbase = voff + b * vsb + (ulong)kvh * vsh;
+    const ulong qbase = qoff + b * qsb;
     for (uint i = 0; i < nqp; i++) {
         __private float *qr = qp + i * CLN_ATTC_HD, *ar = acc + i * CLN_ATTC_HD;
         const uint qq = q0 + i, h = kvh * g + qq / q_len, t = qq % q_len;
@@ -346,26 +353,10 @@ __kernel void clnorm_attention_cpu(const __global cln_t *q, ulong qoff, ulong qs
         last[i] = causal ? (long)t + keys - (long)q_len : keys - 1;
     }
 
-#if CLN_ATTC_STAGE
-    cln_attc_v kf[CLN_ATTC_KB * CLN_ATTC_HV], vf[CLN_ATTC_KB * CLN_ATTC_HV];
-#endif
     for (long jb = j0; jb < j1; jb += CLN_ATTC_KB) {
         const uint nk = (uint)min((long)CLN_ATTC_KB, j1 - jb);
 #if CLN_ATTC_STAGE
-        for (uint jj = 0; jj < nk; jj++) {
-            const __global cln_t *kr = k + kbase + (ulong)(jb + jj) * ksl;
-            const __global cln_t *vr = v + vbase + (ulong)(jb + jj) * vsl;
-            for (uint u = 0; u < units; u++) {
-                kf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(kr, u);
-                vf[jj * CLN_ATTC_HV + u] = CLN_ATTC_GLOAD(vr, u);
-            }
-            __private float *kt = (__private float *)(kf + jj * CLN_ATTC_HV);
-            __private float *vt = (__private float *)(vf + jj * CLN_ATTC_HV);
-            for (uint d = tail0; d < head_dim; d++) {
-                kt[d] = CLN_LOAD(kr, d);
-                vt[d] = CLN_LOAD(vr, d);
-            }
-        }
+        CLN_ATTC_COPY_BLOCK()
 #endif
         for (uint q4 = 0; q4 < nqp; q4 += CLN_ATTC_R) {
 #if CLN_ATTC_W > 1
