@@ -220,6 +220,20 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     pl->groups == rows * pl->slices && pl->k2 != CLN_K_COUNT,
                     "%s: split plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
+    } else if (pl->variant == CLN_VAR_COOP) {
+        /* One launch: slices of whole work-group strides, a row's all on the device at
+           once, the part of a slice past the registers in the local memory planned. */
+        const size_t e = pl->slice_len / pl->wg;
+        ok &= CHECK(p->coop && pl->team == pl->wg && pl->slices >= 1 &&
+                    pl->slice_len % pl->wg == 0 && pl->slices * pl->slice_len >= cols &&
+                    (pl->slices - 1) * pl->slice_len < cols && pl->slices <= p->compute_units &&
+                    pl->groups == rows * pl->slices && pl->groups <= CLN_COOP_GROUPS_MAX &&
+                    pl->k2 == CLN_K_COUNT,
+                    "%s: coop plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
+                    label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
+        ok &= CHECK(pl->local_bytes >= pl->wg * sizeof(float) * (2 + cln_coop_held(e)),
+                    "%s: coop slices of %zu elements a work-item in %zu bytes of local memory",
+                    label, e, pl->local_bytes);
     } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
         /* The half-slot kernels are exactly the words_half plans. */
@@ -320,11 +334,15 @@ void test_plan(void)
         make_profile("Intel sg16", CL_DEVICE_TYPE_GPU, 96, 512, 64 * 1024, 16, 1, 0),
         make_profile("Intel sg32", CL_DEVICE_TYPE_GPU, 96, 1024, 64 * 1024, 32, 1, 0),
         make_profile("small GPU", CL_DEVICE_TYPE_GPU, 4, 64, 16 * 1024, 16, 0, 0),
+        /* A CPU whose groups are taken to run side by side (CLNORM_TEST_FAULTS=coop):
+           its table's coop slices hold part of themselves in local memory. */
+        make_profile("PoCL CPU, coop", CL_DEVICE_TYPE_CPU, 2, 4096, 512 * 1024, 8, 0, 0),
     };
     profs[2].p.pocl_major = 5;
+    profs[11].p.coop = 1;
     /* The streaming loops' vector width, as profile.c finds it: PoCL's AVX2 8, llvmpipe
        1 (its work-items are the SIMD lanes), GPUs 4. */
-    profs[1].p.vec = profs[2].p.vec = 8;
+    profs[1].p.vec = profs[2].p.vec = profs[11].p.vec = 8;
     profs[3].p.vec = 1;
     for (size_t i = 0; i < COUNT_OF(profs); i++)
         if (profs[i].gpu) profs[i].p.vec = 4;
@@ -636,6 +654,45 @@ void test_plan(void)
                       "op %d with %zu cols: %s, why \"%s\"", op, huge[h],
                       clnorm_status_string(st), why);
             }
+    }
+    /* Coop slices past the registers' CLN_COOP_ELEMS elements a work-item hold the rest
+       in local memory, up to the table's coop_local_elems (32 on CPUs) and within the
+       local memory left beside the pair scratch; longer slices split. */
+    {
+        const named_profile *np = &profs[11];
+        cln_limits coop = no_limits(), tight = no_limits();
+        coop.force_variant = tight.force_variant = CLN_VAR_COOP;
+        coop.force_slices = tight.force_slices = 1;
+        /* Room for 16 more elements a work-item in groups of 8: 8 x 4 x (2 + 16) bytes,
+           the flag word and the table's 16 bytes of reserve. */
+        tight.max_local = 8 * 4 * (2 + 16) + 4 + 16;
+        const struct {
+            const cln_limits *lim;
+            size_t cols, slices, local_bytes;
+        } cc[] = {
+            {&coop, 256, 1, 8 * 4 * 2 + 4},         /* the registers hold it */
+            {&coop, 389, 1, 8 * 4 * (2 + 32) + 4},  /* 49 a work-item: 17, rounded to 32 */
+            {&coop, 512, 1, 8 * 4 * (2 + 32) + 4},  /* 64 a work-item: 32 past them */
+            /* Two slices of 320 and 193 columns (whole vectors of 8 a work-item): 40 a
+               work-item, 8 past the registers, rounded to 16. */
+            {&coop, 513, 2, 8 * 4 * (2 + 16) + 4},
+            {&tight, 384, 1, 8 * 4 * (2 + 16) + 4}, /* 48 a work-item: 16 past them */
+            {&tight, 385, 2, 8 * 4 * 2 + 4},        /* more than 48: 256 + 129 */
+        };
+        for (size_t i = 0; i < COUNT_OF(cc); i++) {
+            plan_label(label, sizeof label, np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3,
+                       cc[i].cols);
+            clnorm_status st = plan(np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3,
+                                    cc[i].cols, &pl, why);
+            if (!CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label, clnorm_status_string(st), why))
+                continue;
+            plan_ok(&np->p, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3, cc[i].cols, &pl, label);
+            CHECK(pl.variant == CLN_VAR_COOP && pl.wg == 8 && pl.slices == cc[i].slices &&
+                      pl.local_bytes == cc[i].local_bytes,
+                  "%s: %s wg %zu, %zu slices of %zu, %zu local bytes; expected coop wg 8, %zu "
+                  "slices, %zu local bytes", label, cln_variant_name(pl.variant), pl.wg,
+                  pl.slices, pl.slice_len, pl.local_bytes, cc[i].slices, cc[i].local_bytes);
+        }
     }
     NOTE("%zu plans checked", plans);
     check_env_limits();
