@@ -21,9 +21,13 @@ clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait, const cl_ev
     return CLNORM_SUCCESS;
 }
 
-clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg_fill fill,
-                                  const void *call, size_t local_bytes, cl_mem part,
-                                  cl_mem sync, cl_uint sync_base)
+/* Sets every argument of kernel kid (its list in the kernel table, src/kernels.c):
+   the partials buffer (where part is not NULL), the synchronisation words and their
+   first index from the call's scratch, the __local scratch at local_bytes, every other
+   kind from fill. */
+static clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg_fill fill,
+                                         const void *call, size_t local_bytes, cl_mem part,
+                                         cl_mem sync, cl_uint sync_base)
 {
     const cln_kernel_info *info = &cln_kernel_table[kid];
     for (cl_uint i = 0; i < CLN_KERNEL_ARGS_MAX && info->args[i] != CLN_A_END; i++) {

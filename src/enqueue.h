@@ -32,14 +32,6 @@ typedef struct cln_arg_value {
    know stay zero. */
 typedef void (*cln_arg_fill)(const void *call, cln_arg kind, cln_arg_value *v);
 
-/* Sets every argument of kernel kid (its list in the kernel table, src/kernels.c):
-   the partials buffer (where part is not NULL), the synchronisation words and their
-   first index from the call's scratch, the __local scratch at local_bytes, every other
-   kind from fill. */
-CLN_HIDDEN clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg_fill fill,
-                                             const void *call, size_t local_bytes, cl_mem part,
-                                             cl_mem sync, cl_uint sync_base);
-
 /* One stage of a call: its kernel, NDRange and __local scratch. */
 typedef struct cln_stage {
     cln_kernel_id kid;

@@ -339,10 +339,11 @@ void test_plan(void)
         make_profile("PoCL CPU, coop", CL_DEVICE_TYPE_CPU, 2, 4096, 512 * 1024, 8, 0, 0),
     };
     profs[2].p.pocl_major = 5;
-    profs[11].p.coop = 1;
+    named_profile *coop_cpu = &profs[COUNT_OF(profs) - 1];
+    coop_cpu->p.coop = 1;
     /* The streaming loops' vector width, as profile.c finds it: PoCL's AVX2 8, llvmpipe
        1 (its work-items are the SIMD lanes), GPUs 4. */
-    profs[1].p.vec = profs[2].p.vec = profs[11].p.vec = 8;
+    profs[1].p.vec = profs[2].p.vec = coop_cpu->p.vec = 8;
     profs[3].p.vec = 1;
     for (size_t i = 0; i < COUNT_OF(profs); i++)
         if (profs[i].gpu) profs[i].p.vec = 4;
@@ -659,7 +660,7 @@ void test_plan(void)
        in local memory, up to the table's coop_local_elems (32 on CPUs) and within the
        local memory left beside the pair scratch; longer slices split. */
     {
-        const named_profile *np = &profs[11];
+        const named_profile *np = coop_cpu;
         cln_limits coop = no_limits(), tight = no_limits();
         coop.force_variant = tight.force_variant = CLN_VAR_COOP;
         coop.force_slices = tight.force_slices = 1;

@@ -51,21 +51,21 @@ static cl_mem upload(cl_context ctx, clnorm_dtype dt, const float *x, size_t n)
     return m;
 }
 
-/* One attention call of QL (at most QLMAX) queries a head, out in rows padded by 3
+/* One attention call of ql (at most QLMAX) queries a head, out in rows padded by 3
    canaries; returns failures. */
 enum { QLMAX = 5 };
 static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, size_t hd,
-                         size_t split, size_t QL, int variant, uint64_t *seed, int verbose)
+                         size_t split, size_t ql, int variant, uint64_t *seed, int verbose)
 {
     enum { B = 2, QH = 4, KVH = 2, KV = 37, PAD = 3 };
     const int lens[B] = {0, 30};
-    const size_t nq = B * QH * QL * hd, nk = B * KVH * KV * hd, es = rel_esize(dt);
-    const size_t ld = hd + PAD, no = B * QH * QL * ld, rows = B * QH * QL;
+    const size_t nq = B * QH * ql * hd, nk = B * KVH * KV * hd, es = rel_esize(dt);
+    const size_t ld = hd + PAD, no = B * QH * ql * ld, rows = B * QH * ql;
     float *x = malloc((nq + 2 * nk) * sizeof(float)), *got = malloc(no * sizeof(float));
     double *want = malloc(nq * sizeof(double)), wl[B * QH * QLMAX];
     for (size_t i = 0; i < nq + 2 * nk; i++) x[i] = rel_round(dt, (float)(6 * rel_unit(seed) - 3));
     float *k = x + nq, *v = k + nk;
-    reference(x, k, v, B, QH, KVH, QL, KV, hd, lens, want, wl);
+    reference(x, k, v, B, QH, KVH, ql, KV, hd, lens, want, wl);
     void *oimg = malloc(no * es);
     float cf;
     uint32_t cbits = 0;
@@ -80,11 +80,11 @@ static unsigned long one(cl_context ctx, cl_command_queue q, clnorm_dtype dt, si
                                NULL);
     cl_mem bn = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof lens,
                                (void *)lens, NULL);
-    const clnorm_tensor tq = {bq, 0, QH * QL * hd, QL * hd, hd};
+    const clnorm_tensor tq = {bq, 0, QH * ql * hd, ql * hd, hd};
     const clnorm_tensor tk = {bk, 0, KVH * KV * hd, KV * hd, hd}, tv = {bv, 0, tk.stride_batch,
                                                                       tk.stride_head, hd};
-    const clnorm_tensor to = {bo, 0, QH * QL * ld, QL * ld, ld};
-    const clnorm_attention_desc d = {.batch = B, .q_heads = QH, .kv_heads = KVH, .q_len = QL,
+    const clnorm_tensor to = {bo, 0, QH * ql * ld, ql * ld, ld};
+    const clnorm_attention_desc d = {.batch = B, .q_heads = QH, .kv_heads = KVH, .q_len = ql,
                                      .kv_len = KV, .head_dim = hd, .causal = 1, .kv_lens = bn};
     clnorm_plan_hints h;
     clnorm_plan_hints_init(&h);
