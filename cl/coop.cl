@@ -71,10 +71,17 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 {
     const uint lid = get_local_id(0), team = get_local_size(0), lane = lid;
     volatile __global uint *w = (volatile __global uint *)(sync + base);
-    __local uint ticket;
-    if (lid == 0) ticket = atomic_inc(w);
+    /* The scratch: the held part of the slice (its size follows from slice_len), the
+       pair's 2 * team floats, then the ticket's word (a kernel-scope __local breaks
+       PoCL 5: docs/DESIGN.md, 'Driver quirks'). */
+    const ulong per = (slice_len / team + CLN_VEC - 1) / CLN_VEC;
+    const uint hc = per > CLN_COOP_CHUNKS ? (uint)(per - CLN_COOP_CHUNKS) : 0;
+    __local cln_coop_t *held = (__local cln_coop_t *)scratch;
+    __local float *pair = scratch + (ulong)hc * team * CLN_VEC;
+    __local uint *ticket = (__local uint *)(pair + 2 * team);
+    if (lid == 0) *ticket = atomic_inc(w);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong g = ticket, row = g / slices, s = g % slices;
+    const ulong g = *ticket, row = g / slices, s = g % slices;
     const ulong c0 = s * slice_len;
     const ulong n = (c0 + slice_len < cols ? c0 + slice_len : cols) - c0, nc = n / CLN_VEC;
     __global const cln_t *xs = x + xoff + row * xld + c0;
@@ -86,10 +93,6 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
        (CLN_COOP_CHUNKS + j) * team + lane in held[j * team + lane], which only this
        work-item touches. Its last n % CLN_VEC elements are read again at the write
        instead of held, as teams may be smaller than vectors. */
-    const ulong per = (slice_len / team + CLN_VEC - 1) / CLN_VEC;
-    const uint hc = per > CLN_COOP_CHUNKS ? (uint)(per - CLN_COOP_CHUNKS) : 0;
-    __local cln_coop_t *held = (__local cln_coop_t *)scratch;
-    __local float *pair = scratch + (ulong)hc * team * CLN_VEC;
     cln_coop_t v[CLN_COOP_CHUNKS];
     float m = -INFINITY, l = 0.0f;
 #pragma unroll

@@ -67,6 +67,12 @@ typedef struct cln_plan_params {
        registers' CLN_COOP_ELEMS: longer slices, fewer groups per row, more of the rows
        held at once: 'One-launch split rows'. */
     size_t coop_local_elems;
+    /* Where the automatic plan takes coop over the two-launch split: rows of at least
+       coop_rows_min, of elements of at least coop_elem_bytes_min bytes. On the H200
+       the split was faster for one to eight vocabulary rows (the second launch
+       re-reads them from L2) and for 16-bit rows (half the bytes held per group). */
+    size_t coop_rows_min;
+    size_t coop_elem_bytes_min;
 
     /* ---- softmax with given statistics (clnorm_softmax_apply) */
     /* Work-items of a group: 'Softmax with given statistics'. */

@@ -296,6 +296,33 @@ static void check_choice(void)
     }
 }
 
+/* Every __local in cl/ is a pointer (a kernel's scratch argument or a view of it): a
+   kernel-scope __local variable breaks PoCL 5, and PoCL rejects one in a helper
+   (docs/DESIGN.md, 'Driver quirks'). After the keyword and the words of its type, a
+   '*' must follow, where a variable's name and ';' would. */
+static void check_no_local_variables(const char *text)
+{
+    size_t found = 0;
+    for (const char *s = strstr(text, "__local"); s; s = strstr(s + 7, "__local")) {
+        if (s > text && is_ident(s[-1])) continue;
+        const char *p = s + 7;
+        if (is_ident(*p)) continue; /* a longer name */
+        for (;;) {
+            p = skip_space(p);
+            if (!is_ident(*p)) break;
+            while (is_ident(*p)) p++;
+        }
+        found++;
+        const char *line = s;
+        while (line > text && line[-1] != '\n') line--;
+        const char *eol = strchr(s, '\n');
+        int shown = eol ? (int)(eol - line) : (int)strlen(line);
+        CHECK(*p == '*', "a __local variable in cl/ (every __local must be a pointer): %.*s",
+              shown > 160 ? 160 : shown, line);
+    }
+    CHECK(found > 0, "no __local found in the program source");
+}
+
 void test_kernel_table(void)
 {
     for (int k = 0; k < CLN_K_COUNT; k++) {
@@ -318,6 +345,7 @@ void test_kernel_table(void)
     free(src);
     parsed_kernel *pk = calloc(MAX_PARSED, sizeof *pk);
     int n = parse_kernels(text, pk, MAX_PARSED);
+    check_no_local_variables(text);
     free(text);
     CHECK(n > 0, "no __kernel found in the program source (%d)", n);
     NOTE("%d kernels in cl/, %d in the table", n, CLN_K_COUNT);

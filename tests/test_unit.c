@@ -410,6 +410,28 @@ void test_plan(void)
                         CHECK(pl.groups > rows, "%s: %zu work-groups for %zu long rows leave most "
                               "of %u compute units idle", label, pl.groups, rows, p->compute_units);
                 }
+            /* One launch (coop) or two (split) for vocabulary rows, as the table's
+               coop_rows_min and coop_elem_bytes_min say: coop for many float32 rows. */
+            const struct {
+                clnorm_dtype dt;
+                size_t rows, cols;
+                cln_variant want;
+            } vocab[] = {
+                {CLNORM_F32, 64, 128256, CLN_VAR_COOP},    {CLNORM_F32, 128, 151936, CLN_VAR_COOP},
+                {CLNORM_F32, 32, 128256, CLN_VAR_COOP},    {CLNORM_F32, 31, 128256, CLN_VAR_SPLIT},
+                {CLNORM_F32, 8, 262144, CLN_VAR_SPLIT},    {CLNORM_F32, 1, 1u << 20, CLN_VAR_SPLIT},
+                {CLNORM_BF16, 64, 128256, CLN_VAR_SPLIT},  {CLNORM_F16, 128, 151936, CLN_VAR_SPLIT},
+                {CLNORM_BF16, 1, 1u << 20, CLN_VAR_SPLIT},
+            };
+            for (size_t v = 0; v < COUNT_OF(vocab); v++) {
+                plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
+                           vocab[v].rows, vocab[v].cols);
+                if (CHECK_ST(plan(np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt, vocab[v].rows,
+                                  vocab[v].cols, &pl, why),
+                             CLNORM_SUCCESS))
+                    CHECK(pl.variant == vocab[v].want, "%s: %s, expected %s", label,
+                          cln_variant_name(pl.variant), cln_variant_name(vocab[v].want));
+            }
         }
 
         /* Rows in registers go paired where their length and every row start are even
