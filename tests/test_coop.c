@@ -156,16 +156,21 @@ void test_coop_softmax(void)
     CHECK(coop_ran * 4 >= coop_runs, "the coop kernel ran %zu of %zu one-slice calls", coop_ran,
           coop_runs);
 
-    /* The plan's own choice on a vocabulary-sized row: coop on NVIDIA, and the same
-       values whatever ran. */
-    const size_t rows = 4, cols = 128256;
+    /* The plan's own choice on vocabulary-sized rows, and the same values whatever ran:
+       on NVIDIA, coop for 32 float32 rows, the split for a few 16-bit ones
+       (coop_rows_min and coop_elem_bytes_min in src/plan_table.c). */
+    const size_t rows = 32, cols = 128256;
     float *x = malloc(rows * cols * sizeof *x);
     if (!CHECK(x != NULL, "out of memory")) return;
     gen_rows(&R, x, rows, cols);
-    int v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, rows, cols, x, 0, 0);
+    int v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols, x, 0, 0);
     if (nv)
-        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 %zux%zu: the plan ran %s, "
+        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax f32 %zux%zu: the plan ran %s, "
               "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, 4, cols, x, 0, 0);
+    if (nv)
+        CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT, "softmax bf16 4x%zu: the plan ran %s, "
+              "expected split", cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     /* Rows that do not start at whole vectors: the automatic plan splits them. */
     v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols - 1, x, 1, cols);
     if (nv)
