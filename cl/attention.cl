@@ -33,7 +33,7 @@
    of the running output and of the part's, each normalised by its own l, in the
    merged output. Both empty gives (0, 0); a NaN in either gives NaN weights and l.
    The split-K merge and clnorm_attention_merge both merge through it. */
-inline float2 cln_att_fold(float *m, float *l, float mb, float lb)
+CLN_INLINE float2 cln_att_fold(float *m, float *l, float mb, float lb)
 {
     const float mm = fmax(*m, mb);
     const float a = *l == 0.0f ? 0.0f : *l * cln_w(*m, mm);
@@ -45,13 +45,13 @@ inline float2 cln_att_fold(float *m, float *l, float mb, float lb)
 }
 
 /* An output of weight 0 contributes nothing, whatever it holds. */
-inline float cln_att_mix(float2 w, float oa, float ob)
+CLN_INLINE float cln_att_mix(float2 w, float oa, float ob)
 {
     return (w.x == 0.0f ? 0.0f : w.x * oa) + (w.y == 0.0f ? 0.0f : w.y * ob);
 }
 
 /* The keys of entry b; kv_lens values outside 0..kv_len are clamped. */
-inline long cln_att_keys(const __global int *kv_lens, ulong b, uint kv_len, uint flags)
+CLN_INLINE long cln_att_keys(const __global int *kv_lens, ulong b, uint kv_len, uint flags)
 {
     if (!(flags & CLN_ATT_LENS)) return kv_len;
     const int kl = kv_lens[b];
@@ -60,7 +60,7 @@ inline long cln_att_keys(const __global int *kv_lens, ulong b, uint kv_len, uint
 
 /* One past the last key any of the block's nq queries from q0 sees: keys past it are
    not read. */
-inline long cln_att_kend(long keys, bool causal, uint q_len, uint q0, uint nq)
+CLN_INLINE long cln_att_kend(long keys, bool causal, uint q_len, uint q0, uint nq)
 {
     if (!causal) return keys;
     uint tmax = q_len - 1u;
@@ -72,10 +72,10 @@ inline long cln_att_kend(long keys, bool causal, uint q_len, uint q0, uint nq)
 }
 
 /* The log-sum-exp of (m, l): -inf for no weight. */
-inline float cln_att_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + log(l); }
+CLN_INLINE float cln_att_lse(float m, float l) { return l == 0.0f ? -INFINITY : m + log(l); }
 
 /* Four elements at i, a multiple of 4 in a view whose offset and strides are too. */
-inline float4 cln_att_load4(const __global cln_t *p, ulong i)
+CLN_INLINE float4 cln_att_load4(const __global cln_t *p, ulong i)
 {
 #if CLN_DTYPE == 0
     return *(const __global float4 *)(p + i);
@@ -88,7 +88,7 @@ inline float4 cln_att_load4(const __global cln_t *p, ulong i)
 }
 
 /* Column unit u of the row at base: four elements, or one in .x. */
-inline float4 cln_att_unit(const __global cln_t *p, ulong base, uint u, bool w4)
+CLN_INLINE float4 cln_att_unit(const __global cln_t *p, ulong base, uint u, bool w4)
 {
     if (w4) return cln_att_load4(p, base + 4ul * u);
     return (float4)(CLN_LOAD(p, base + u), 0.0f, 0.0f, 0.0f);

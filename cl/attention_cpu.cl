@@ -117,7 +117,7 @@ typedef const __global cln_t *cln_attc_row;
 typedef CLN_CAT(int, CLN_ATTC_W) cln_attc_i;
 
 /* cln_w lane by lane: the weight of score x under maximum m. */
-inline cln_attc_v cln_attc_w(cln_attc_v x, cln_attc_v m)
+CLN_INLINE cln_attc_v cln_attc_w(cln_attc_v x, cln_attc_v m)
 {
     const cln_attc_v one = select((cln_attc_v)(1.0f), (cln_attc_v)(0.0f), m == -INFINITY);
     return select(CLN_EXP(x - m), one, x == m);
@@ -150,7 +150,7 @@ inline cln_attc_v cln_attc_w(cln_attc_v x, cln_attc_v m)
 #endif
 
 /* The sum of a vector's lanes. */
-inline float cln_attc_hsum(cln_attc_v x)
+CLN_INLINE float cln_attc_hsum(cln_attc_v x)
 {
 #if CLN_ATTC_W == 16
     const float8 a = x.lo + x.hi;

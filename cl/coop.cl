@@ -31,14 +31,14 @@ typedef cln_fv cln_coop_t;
 /* Whole vectors where the slice is aligned to them (as the plan arranges), element
    by element where not: a build whose vector differs from the plan's (the Oclgrind
    sweep's) stays correct. */
-inline cln_fv cln_coop_load(__global const cln_t *p, ulong k, bool aligned)
+CLN_INLINE cln_fv cln_coop_load(__global const cln_t *p, ulong k, bool aligned)
 {
     if (aligned) return CLN_LOADV(p, k);
     float t[CLN_VEC];
     for (int e = 0; e < CLN_VEC; e++) t[e] = CLN_LOAD(p, k * CLN_VEC + e);
     return CLN_CAT(vload, CLN_VEC)(0, t);
 }
-inline void cln_coop_store(__global cln_t *p, ulong k, cln_fv v, bool aligned)
+CLN_INLINE void cln_coop_store(__global cln_t *p, ulong k, cln_fv v, bool aligned)
 {
     if (aligned) {
         CLN_STOREV(p, k, v);

@@ -10,6 +10,20 @@
 #ifndef CLN_DTYPE
 #define CLN_DTYPE 0
 #endif
+/* CLN_BLOCKED: 1 in builds for CPUs (the host's profile), 0 for GPUs. */
+#ifndef CLN_BLOCKED
+#define CLN_BLOCKED 0
+#endif
+/* Every helper is declared CLN_INLINE. CPU builds inline them before the driver's own
+   passes run: otherwise PoCL 5 aborts compiling the 16-bit words kernels in groups of
+   64 ("Cannot add context restore for a PHI node at the region entry"), when the
+   compiler kept a helper shared by several kernels out of line (docs/DESIGN.md,
+   'Driver quirks'). */
+#if CLN_BLOCKED
+#define CLN_INLINE inline __attribute__((always_inline))
+#else
+#define CLN_INLINE inline
+#endif
 
 #if CLN_DTYPE == 0
 typedef float cln_t;
@@ -30,16 +44,16 @@ typedef ushort cln_t;
    is the canonical 0x7fff, still a NaN. */
 #ifdef CLN_NV_CVT
 #define CLN_NV_BF16 1
-inline uint cln_nv_bf16x2(float lo, float hi)
+CLN_INLINE uint cln_nv_bf16x2(float lo, float hi)
 {
     uint w;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
     return w;
 }
-inline ushort cln_to_bf16(float f) { return (ushort)cln_nv_bf16x2(f, 0.0f); }
+CLN_INLINE ushort cln_to_bf16(float f) { return (ushort)cln_nv_bf16x2(f, 0.0f); }
 #else
 #define CLN_NV_BF16 0
-inline ushort cln_to_bf16(float f)
+CLN_INLINE ushort cln_to_bf16(float f)
 {
     uint u = as_uint(f);
     if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
@@ -77,8 +91,8 @@ typedef float2 cln_pw;
 #else
 #define CLN_WORD_SLOTS(k) (2 * (k) / CLN_WORD)
 #if CLN_DTYPE == 1
-inline float2 cln_unpack2(uint w) { return vload_half2(0, (__private const half *)&w); }
-inline uint cln_pack2(float2 v)
+CLN_INLINE float2 cln_unpack2(uint w) { return vload_half2(0, (__private const half *)&w); }
+CLN_INLINE uint cln_pack2(float2 v)
 {
     uint w;
     vstore_half2_rte(v, 0, (__private half *)&w);
@@ -86,15 +100,15 @@ inline uint cln_pack2(float2 v)
 }
 #else
 #ifdef __ENDIAN_LITTLE__ /* the element at the lower address is the low half */
-inline float2 cln_unpack2(uint w) { return (float2)(as_float(w << 16), as_float(w & 0xffff0000u)); }
+CLN_INLINE float2 cln_unpack2(uint w) { return (float2)(as_float(w << 16), as_float(w & 0xffff0000u)); }
 #if CLN_NV_BF16
-inline uint cln_pack2(float2 v) { return cln_nv_bf16x2(v.x, v.y); }
+CLN_INLINE uint cln_pack2(float2 v) { return cln_nv_bf16x2(v.x, v.y); }
 #else
-inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) | (uint)cln_to_bf16(v.y) << 16; }
+CLN_INLINE uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) | (uint)cln_to_bf16(v.y) << 16; }
 #endif
 #else
-inline float2 cln_unpack2(uint w) { return (float2)(as_float(w & 0xffff0000u), as_float(w << 16)); }
-inline uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cln_to_bf16(v.y); }
+CLN_INLINE float2 cln_unpack2(uint w) { return (float2)(as_float(w & 0xffff0000u), as_float(w << 16)); }
+CLN_INLINE uint cln_pack2(float2 v) { return (uint)cln_to_bf16(v.x) << 16 | (uint)cln_to_bf16(v.y); }
 #endif
 #endif
 #if CLN_WORD == 4
@@ -102,8 +116,8 @@ typedef uint2 cln_pw;
 #if CLN_DTYPE == 1
 /* One builtin for the four halves: Oclgrind's --uninitialized check crashes on two
    vload_half2 of one word in unoptimised builds (docs/DESIGN.md, 'Driver quirks'). */
-inline float4 cln_unpackw(uint2 w) { return vload_half4(0, (__private const half *)&w); }
-inline uint2 cln_packw(float4 v)
+CLN_INLINE float4 cln_unpackw(uint2 w) { return vload_half4(0, (__private const half *)&w); }
+CLN_INLINE uint2 cln_packw(float4 v)
 {
     uint2 w;
     vstore_half4_rte(v, 0, (__private half *)&w);
@@ -115,14 +129,14 @@ inline uint2 cln_packw(float4 v)
    so that the rounding and the NaN rule live in cln_to_bf16 alone (NVIDIA's
    cln_pack2 is one instruction per pair). */
 #ifdef __ENDIAN_LITTLE__
-inline float4 cln_unpackw(uint2 w)
+CLN_INLINE float4 cln_unpackw(uint2 w)
 {
     return as_float4((uint4)(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
 }
 #else
-inline float4 cln_unpackw(uint2 w) { return (float4)(cln_unpack2(w.x), cln_unpack2(w.y)); }
+CLN_INLINE float4 cln_unpackw(uint2 w) { return (float4)(cln_unpack2(w.x), cln_unpack2(w.y)); }
 #endif
-inline uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
+CLN_INLINE uint2 cln_packw(float4 v) { return (uint2)(cln_pack2(v.lo), cln_pack2(v.hi)); }
 #endif
 #else
 typedef uint cln_pw;
@@ -158,9 +172,6 @@ typedef float2 cln_pf;
 #ifndef CLN_VEC
 #define CLN_VEC 1
 #endif
-#ifndef CLN_BLOCKED
-#define CLN_BLOCKED 0
-#endif
 #if CLN_VEC > 1
 #define CLN_CAT_(a, b) a##b
 #define CLN_CAT(a, b) CLN_CAT_(a, b)
@@ -183,13 +194,13 @@ typedef CLN_CAT(ushort, CLN_VEC) cln_sv;
 /* Element by element: PoCL 3.1's vload_half8 faults on addresses that are not
    vector-aligned, although the specification asks only for half alignment
    (docs/DESIGN.md, 'Driver quirks'). */
-inline cln_fv cln_loadv_half(size_t k, __global const half *p)
+CLN_INLINE cln_fv cln_loadv_half(size_t k, __global const half *p)
 {
     float t[CLN_VEC];
     for (int i = 0; i < CLN_VEC; i++) t[i] = vload_half(k * CLN_VEC + i, p);
     return CLN_CAT(vload, CLN_VEC)(0, t);
 }
-inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
+CLN_INLINE void cln_storev_half(cln_fv v, size_t k, __global half *p)
 {
     float t[CLN_VEC];
     CLN_CAT(vstore, CLN_VEC)(v, 0, t);
@@ -197,12 +208,12 @@ inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
 }
 #else
 /* One aligned wide load of the bits, converted in registers. */
-inline cln_fv cln_loadv_half(size_t k, __global const half *p)
+CLN_INLINE cln_fv cln_loadv_half(size_t k, __global const half *p)
 {
     cln_sv u = CLN_RAWV_LOAD(cln_sv, p, k);
     return CLN_CAT(vload_half, CLN_VEC)(0, (__private const half *)&u);
 }
-inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
+CLN_INLINE void cln_storev_half(cln_fv v, size_t k, __global half *p)
 {
     cln_sv u;
     CLN_CAT(CLN_CAT(vstore_half, CLN_VEC), _rte)(v, 0, (__private half *)&u);
@@ -214,7 +225,7 @@ inline void cln_storev_half(cln_fv v, size_t k, __global half *p)
 #else
 #define CLN_LOADV(p, k) \
     CLN_CAT(as_float, CLN_VEC)(CLN_CAT(convert_uint, CLN_VEC)(CLN_RAWV_LOAD(cln_sv, p, k)) << 16)
-inline void cln_storev_bf16(cln_fv v, size_t k, __global ushort *p)
+CLN_INLINE void cln_storev_bf16(cln_fv v, size_t k, __global ushort *p)
 {
 #if CLN_NV_BF16 && CLN_VEC % 2 == 0
     float t[CLN_VEC];

@@ -36,7 +36,7 @@
 /* Weight of a value (or a part's maximum) x under the maximum m: exp(x - m), but 0 for
    an all -inf part and 1 for x == m == +inf, so -inf - (-inf) and inf - inf are never
    formed. A NaN x gives NaN, which then poisons the sum as the contract wants. */
-inline float cln_w(float x, float m)
+CLN_INLINE float cln_w(float x, float m)
 {
     if (x == m) return m == -INFINITY ? 0.0f : 1.0f;
     return CLN_EXP(x - m);
@@ -46,10 +46,10 @@ inline float cln_w(float x, float m)
    and exp gives 1 at x == m, 0 at x == -inf and NaN at a NaN by itself. The register
    kernels hoist that test out of their loops to spare a compare and a select per
    element. */
-inline float cln_w_fin(float x, float m) { return CLN_EXP(x - m); }
+CLN_INLINE float cln_w_fin(float x, float m) { return CLN_EXP(x - m); }
 
 /* Merges part (mb, lb) into (m, l). fmax ignores NaN; a NaN maximum is carried by l. */
-inline void cln_merge(float *m, float *l, float mb, float lb)
+CLN_INLINE void cln_merge(float *m, float *l, float mb, float lb)
 {
     float mm = fmax(*m, mb);
     *l = *l * cln_w(*m, mm) + lb * cln_w(mb, mm);
@@ -60,7 +60,7 @@ inline void cln_merge(float *m, float *l, float mb, float lb)
    either part gives (NaN, NaN) (fmax would drop it from m). The split plans' merge of
    their partials and clnorm_stats_merge_rows both take it, so that the device's
    merges and the host's agree. */
-inline void cln_stats_merge(float *m, float *l, float mb, float lb)
+CLN_INLINE void cln_stats_merge(float *m, float *l, float mb, float lb)
 {
     const bool nan = isnan(*m) || isnan(*l) || isnan(mb) || isnan(lb);
     cln_merge(m, l, mb, lb);
@@ -73,7 +73,7 @@ inline void cln_stats_merge(float *m, float *l, float mb, float lb)
 /* Local-memory tree over each team; works for any team size, not only powers of two.
    The trip count depends on team alone, so every work-item meets every barrier. */
 #define CLN_DEFINE_LOCAL(NAME, OP)                                                  \
-    inline float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
+    CLN_INLINE float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
     {                                                                                \
         s[lid] = v;                                                                  \
         barrier(CLK_LOCAL_MEM_FENCE);                                                \
@@ -90,7 +90,7 @@ inline void cln_stats_merge(float *m, float *l, float mb, float lb)
 CLN_DEFINE_LOCAL(cln_local_sum, CLN_OP_SUM)
 CLN_DEFINE_LOCAL(cln_local_max, CLN_OP_MAX)
 
-inline void cln_local_pair(float *m, float *l, __local float *sm, __local float *sl,
+CLN_INLINE void cln_local_pair(float *m, float *l, __local float *sm, __local float *sl,
                            uint lid, uint lane, uint team)
 {
     sm[lid] = *m;
@@ -114,7 +114,7 @@ inline void cln_local_pair(float *m, float *l, __local float *sm, __local float 
 
 #if CLN_PATH == 2
 /* NVIDIA: a warp is 32 consecutive work-items of a 1-D work-group. */
-inline float cln_shfl_xor(float v, uint mask)
+CLN_INLINE float cln_shfl_xor(float v, uint mask)
 {
     float r;
 #ifdef CLN_NV_SYNC
@@ -129,7 +129,7 @@ inline float cln_shfl_xor(float v, uint mask)
 /* Butterfly over aligned groups of `width` lanes (a power of two up to 32): every lane
    ends with its group's result. */
 #define CLN_DEFINE_WARP(NAME, OP)                                                   \
-    inline float NAME(float v, uint width)                                           \
+    CLN_INLINE float NAME(float v, uint width)                                           \
     {                                                                                \
         for (uint k = width >> 1; k > 0; k >>= 1) v = OP(v, cln_shfl_xor(v, k));     \
         return v;                                                                    \
@@ -137,7 +137,7 @@ inline float cln_shfl_xor(float v, uint mask)
 CLN_DEFINE_WARP(cln_warp_sum, CLN_OP_SUM)
 CLN_DEFINE_WARP(cln_warp_max, CLN_OP_MAX)
 
-inline void cln_warp_pair(float *m, float *l, uint width)
+CLN_INLINE void cln_warp_pair(float *m, float *l, uint width)
 {
     for (uint k = width >> 1; k > 0; k >>= 1) {
         float mb = cln_shfl_xor(*m, k), lb = cln_shfl_xor(*l, k);
@@ -146,7 +146,7 @@ inline void cln_warp_pair(float *m, float *l, uint width)
 }
 
 /* 0: local tree; 1: team inside one warp; 2: team of whole warps. */
-inline uint cln_nv_mode(uint team)
+CLN_INLINE uint cln_nv_mode(uint team)
 {
     if (get_local_size(0) % 32u != 0) return 0;
     if (team <= 32u && (team & (team - 1u)) == 0) return 1;
@@ -157,7 +157,7 @@ inline uint cln_nv_mode(uint team)
 /* Second level: each warp reads all warp results of its team from local memory
    (after the barrier) and reduces them itself, with the identity in unused lanes. */
 #define CLN_DEFINE_REDUCE(NAME, LOCAL, WARP, OP, IDENT)                             \
-    inline float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
+    CLN_INLINE float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
     {                                                                                \
         uint mode = cln_nv_mode(team);                                               \
         if (mode == 0) return LOCAL(v, s, lid, lane, team);                          \
@@ -174,7 +174,7 @@ inline uint cln_nv_mode(uint team)
 CLN_DEFINE_REDUCE(cln_sum, cln_local_sum, cln_warp_sum, CLN_OP_SUM, 0.0f)
 CLN_DEFINE_REDUCE(cln_max, cln_local_max, cln_warp_max, CLN_OP_MAX, -INFINITY)
 
-inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, uint lid,
+CLN_INLINE void cln_pair(float *m, float *l, __local float *sm, __local float *sl, uint lid,
                      uint lane, uint team)
 {
     uint mode = cln_nv_mode(team);
@@ -195,7 +195,7 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
    sub-group size (8, 16, 32, 64, 128 or the whole work-group) and even when the last
    sub-group is partial. Level two loops over the sub-group results. */
 #define CLN_DEFINE_REDUCE(NAME, LOCAL, SGOP, OP, IDENT)                             \
-    inline float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
+    CLN_INLINE float NAME(float v, __local float *s, uint lid, uint lane, uint team)    \
     {                                                                                \
         if (team != get_local_size(0)) return LOCAL(v, s, lid, lane, team);          \
         v = SGOP(v);                                                                 \
@@ -214,7 +214,7 @@ CLN_DEFINE_REDUCE(cln_max, cln_local_max, sub_group_reduce_max, CLN_OP_MAX, -INF
 
 /* The merge formula as two collectives: the sub-group maximum, then the sum of the
    rescaled parts. */
-inline void cln_sg_pair(float *m, float *l)
+CLN_INLINE void cln_sg_pair(float *m, float *l)
 {
     float mm = sub_group_reduce_max(*m);
     float w = *l == 0.0f ? 0.0f : *l * cln_w(*m, mm);
@@ -222,7 +222,7 @@ inline void cln_sg_pair(float *m, float *l)
     *m = mm;
 }
 
-inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, uint lid,
+CLN_INLINE void cln_pair(float *m, float *l, __local float *sm, __local float *sl, uint lid,
                      uint lane, uint team)
 {
     if (team != get_local_size(0)) { cln_local_pair(m, l, sm, sl, lid, lane, team); return; }
@@ -274,7 +274,7 @@ inline void cln_pair(float *m, float *l, __local float *sm, __local float *sl, u
 
 /* How many register slots (i * team + lane < cols, at most k) this work-item fills;
    0 for a spare row. */
-inline uint cln_reg_count(bool active, ulong cols, uint lane, uint team, uint k)
+CLN_INLINE uint cln_reg_count(bool active, ulong cols, uint lane, uint team, uint k)
 {
     if (!active || lane >= cols) return 0;
     ulong n = (cols - lane + team - 1) / team;

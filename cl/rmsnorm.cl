@@ -4,13 +4,13 @@
    too small to dominate), the row is scaled by a power of two and summed again, so
    every finite row gets the right answer; ordinary rows only pay one comparison. */
 
-inline bool cln_rms_needs_rescale(float ss, float eps)
+CLN_INLINE bool cln_rms_needs_rescale(float ss, float eps)
 {
     return isinf(ss) || (ss < 0x1p-96f && eps < 0x1p-70f);
 }
 
 /* 2^-ilogb(maxabs), clamped so that it is finite and brings even denormals up. */
-inline float cln_rms_scale(float maxabs)
+CLN_INLINE float cln_rms_scale(float maxabs)
 {
     if (!(maxabs > 0.0f) || isinf(maxabs)) return 1.0f;
     return ldexp(1.0f, clamp(-ilogb(maxabs), -126, 126));
@@ -18,7 +18,7 @@ inline float cln_rms_scale(float maxabs)
 
 /* From the (scaled) sum of squares: y = (x * sc) * rs. When eps * scale^2 overflows,
    the mean is negligible beside eps and the unscaled form is exact. */
-inline void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *sc, float *rs)
+CLN_INLINE void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *sc, float *rs)
 {
     float t = eps * scale * scale;
     if (isinf(t)) {
@@ -36,7 +36,7 @@ inline void cln_rms_factor(float ss, ulong cols, float eps, float scale, float *
    __local variable, with which PoCL 5 writes outside the output (docs/DESIGN.md,
    'Driver quirks'). */
 #define CLN_FLAG ((__local int *)(scratch + get_local_size(0)))
-inline bool cln_any(bool b, __local int *flag, uint team)
+CLN_INLINE bool cln_any(bool b, __local int *flag, uint team)
 {
     if (team == get_local_size(0)) return b; /* one row: already uniform */
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -57,7 +57,7 @@ inline bool cln_any(bool b, __local int *flag, uint team)
 #endif
 
 /* Rounds a float to the storage type and back, for the fused add's h. */
-inline float cln_round(float v)
+CLN_INLINE float cln_round(float v)
 {
 #if CLN_DTYPE == 0
     return v;

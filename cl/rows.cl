@@ -20,7 +20,7 @@
    and c (the loop's other pointers, or a again) have the same phase; otherwise, or
    when the segment is shorter than the head, the loop is all scalar. */
 #if CLN_VEC > 1 && !CLN_BLOCKED
-inline ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
+CLN_INLINE ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
 {
     const ulong vb = CLN_VEC * sizeof(cln_t);
     const ulong pa = a % vb;
@@ -45,7 +45,7 @@ inline ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
 
 #if CLN_VEC > 1
 /* Horizontal sum and maximum through a private array; compilers fold it. */
-inline float cln_hsum(cln_fv v)
+CLN_INLINE float cln_hsum(cln_fv v)
 {
     float t[CLN_VEC], s = 0.0f;
     CLN_CAT(vstore, CLN_VEC)(v, 0, t);
@@ -53,7 +53,7 @@ inline float cln_hsum(cln_fv v)
     return s;
 }
 
-inline float cln_hmax(cln_fv v)
+CLN_INLINE float cln_hmax(cln_fv v)
 {
     float t[CLN_VEC], s = -INFINITY;
     CLN_CAT(vstore, CLN_VEC)(v, 0, t);
@@ -62,14 +62,14 @@ inline float cln_hmax(cln_fv v)
 }
 
 /* cln_w lane by lane, each lane with its own maximum. */
-inline cln_fv cln_wvv(cln_fv x, cln_fv m)
+CLN_INLINE cln_fv cln_wvv(cln_fv x, cln_fv m)
 {
     cln_fv eq = select((cln_fv)1.0f, (cln_fv)0.0f, isequal(m, (cln_fv)(-INFINITY)));
     return select(CLN_EXP(x - m), eq, isequal(x, m));
 }
 
 /* cln_w on a vector: exp(x - m), with the same special cases. */
-inline cln_fv cln_wv(cln_fv x, float m)
+CLN_INLINE cln_fv cln_wv(cln_fv x, float m)
 {
     cln_fv e = CLN_EXP(x - m);
     float eq = m == -INFINITY ? 0.0f : 1.0f;
@@ -93,7 +93,7 @@ inline cln_fv cln_wv(cln_fv x, float m)
    so that every element stays with one work-item. In place, an element read here by
    one work-item and written later by another would race across the local-memory
    barriers between. */
-inline float cln_seg_sumsq(__global const cln_t *p, __global const cln_t *q,
+CLN_INLINE float cln_seg_sumsq(__global const cln_t *p, __global const cln_t *q,
                            __global const cln_t *g, ulong n, float scale, uint lane, uint team,
                            float *maxabs)
 {
@@ -119,7 +119,7 @@ inline float cln_seg_sumsq(__global const cln_t *p, __global const cln_t *q,
     return ss;
 }
 
-inline float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
+CLN_INLINE float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
 {
     float m = -INFINITY;
     CLN_LAYOUT(n, p, p, p);
@@ -132,7 +132,7 @@ inline float cln_seg_max(__global const cln_t *p, ulong n, uint lane, uint team)
     return m;
 }
 
-inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane, uint team)
+CLN_INLINE float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane, uint team)
 {
     float l = 0.0f, e = 0.0f;
     CLN_LAYOUT(n, p, p, p);
@@ -149,7 +149,7 @@ inline float cln_seg_sumexp(__global const cln_t *p, ulong n, float m, uint lane
    the vector loop (per block of CLN_ONLINE_BLOCK chunks on CPUs) and per element in
    the tail, so each element costs one exp. */
 #define CLN_ONLINE_BLOCK 16
-inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint team, float *m_out,
+CLN_INLINE void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint team, float *m_out,
                            float *l_out)
 {
     float m = -INFINITY, l = 0.0f, e = 0.0f;
@@ -210,14 +210,14 @@ inline void cln_seg_online(__global const cln_t *p, ulong n, uint lane, uint tea
 }
 
 /* 1/l, except 0 for an empty (all -inf) row and NaN for a NaN row. */
-inline float cln_inv_sum(float l)
+CLN_INLINE float cln_inv_sum(float l)
 {
     if (isnan(l)) return l;
     return l > 0.0f ? 1.0f / l : 0.0f;
 }
 
 /* q = exp(p - m) / l over this work-item's share. */
-inline void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ulong n, float m,
+CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ulong n, float m,
                                   float l, uint lane, uint team)
 {
     float inv = cln_inv_sum(l);
@@ -231,7 +231,7 @@ inline void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ul
 
 /* q = 0 over this work-item's share: the rows clnorm_softmax_apply is given empty
    statistics for, where exp(x - m) / l would form inf * 0. */
-inline void cln_seg_zero(__global cln_t *q, ulong n, uint lane, uint team)
+CLN_INLINE void cln_seg_zero(__global cln_t *q, ulong n, uint lane, uint team)
 {
     CLN_LAYOUT(n, q, q, q);
 #if CLN_VEC > 1
@@ -242,7 +242,7 @@ inline void cln_seg_zero(__global cln_t *q, ulong n, uint lane, uint team)
 
 /* q = (p * sc) * rs * g over this work-item's share (g: gamma from the same column,
    or NULL-like when has_gamma is 0). */
-inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
+CLN_INLINE void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
                                 __global const cln_t *g, uint has_gamma, ulong n, float sc,
                                 float rs, uint lane, uint team)
 {
@@ -286,7 +286,7 @@ inline void cln_seg_scale_write(__global const cln_t *p, __global cln_t *q,
    same float weight times the same 1/l. Float32 only: 16-bit storage would round the
    weight twice. q may be p (in place): each element is read before it is written, by
    the same work-item. */
-inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ulong n, float m,
+CLN_INLINE float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ulong n, float m,
                                   uint lane, uint team)
 {
     float l = 0.0f, e = 0.0f;
@@ -311,7 +311,7 @@ inline float cln_seg_sumexp_store(__global const cln_t *p, __global cln_t *q, ul
 }
 
 /* q *= 1/l over this work-item's share (the same elements it stored above). */
-inline void cln_seg_scale_inplace(__global cln_t *q, ulong n, float l, uint lane, uint team)
+CLN_INLINE void cln_seg_scale_inplace(__global cln_t *q, ulong n, float l, uint lane, uint team)
 {
     float inv = cln_inv_sum(l);
     CLN_LAYOUT(n, q, q, q);

@@ -237,7 +237,7 @@ __kernel void clnorm_split_stats(__global const cln_t *x, ulong xoff, ulong xld,
 #endif
 
 /* The merged (m, l) of a row's partials, in every work-item. */
-inline void cln_merge_parts(__global const float *part, ulong row, ulong slices, uint lid,
+CLN_INLINE void cln_merge_parts(__global const float *part, ulong row, ulong slices, uint lid,
                             uint team, __local float *scratch, float *m, float *l)
 {
     *m = -INFINITY;
