@@ -14,11 +14,10 @@
 #ifndef CLN_BLOCKED
 #define CLN_BLOCKED 0
 #endif
-/* Every helper is declared CLN_INLINE. CPU builds inline them before the driver's own
-   passes run: otherwise PoCL 5 aborts compiling the 16-bit words kernels in groups of
-   64 ("Cannot add context restore for a PHI node at the region entry"), when the
-   compiler kept a helper shared by several kernels out of line (docs/DESIGN.md,
-   'Driver quirks'). */
+/* Every helper is declared CLN_INLINE. CPU builds have them inlined before the
+   driver's work-group passes run: otherwise PoCL 5 aborts the process compiling the
+   16-bit words kernels in groups of 64 ("Cannot add context restore for a PHI node at
+   the region entry"; docs/DESIGN.md, 'Driver quirks'). */
 #if CLN_BLOCKED
 #define CLN_INLINE inline __attribute__((always_inline))
 #else
