@@ -293,8 +293,8 @@ static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_
     const int few = in->rows < t->split_rows_per_cu * in->cus;
     if (few && in->cols >= t->split_cols_min && cln_has_variant(op, CLN_VAR_SPLIT)) {
         if (!lim->force_wg && !lim->force_team) {
-            const size_t elem = in->dtype == CLNORM_F32 ? 4 : 2;
-            if (in->rows >= t->coop_rows_min && elem >= t->coop_elem_bytes_min &&
+            if (in->rows >= t->coop_rows_min &&
+                cln_dtype_size(in->dtype) >= t->coop_elem_bytes_min &&
                 cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
                 return CLN_VAR_COOP;
             return CLN_VAR_SPLIT;

@@ -186,7 +186,7 @@ unsigned sw_attention(cl_context ctx, cl_command_queue q, clnorm_dtype dt, int v
                                        {12, 0, 5}, {5, 2, 5}};
     static const int forms[] = {CLNORM_VARIANT_STREAM, CLNORM_VARIANT_REGISTERS};
     for (size_t f = 0; f < 2; f++)
-        for (size_t i = 0; i < 6; i++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
             *failures += one(ctx, q, dt, shapes[i][0], shapes[i][1], shapes[i][2], forms[f],
                              &seed, verbose);
             ++*cases;
