@@ -48,7 +48,23 @@ CLN_INLINE void cln_coop_store(__global cln_t *p, ulong k, cln_fv v, bool aligne
     CLN_CAT(vstore, CLN_VEC)(v, 0, t);
     for (int e = 0; e < CLN_VEC; e++) CLN_STORE(p, k * CLN_VEC + e, t[e]);
 }
+/* Held chunks go to local memory element by element, element e of chunk j of a
+   work-item at (j * CLN_VEC + e) * team + lane: the scratch is a float pointer,
+   aligned for floats only, and neighbouring work-items touch neighbouring words. */
+CLN_INLINE void cln_coop_put(__local float *held, uint j, uint team, uint lane, cln_fv v)
+{
+    float t[CLN_VEC];
+    CLN_CAT(vstore, CLN_VEC)(v, 0, t);
+    for (uint e = 0; e < CLN_VEC; e++) held[(j * CLN_VEC + e) * team + lane] = t[e];
+}
+CLN_INLINE cln_fv cln_coop_get(__local const float *held, uint j, uint team, uint lane)
+{
+    float t[CLN_VEC];
+    for (uint e = 0; e < CLN_VEC; e++) t[e] = held[(j * CLN_VEC + e) * team + lane];
+    return CLN_CAT(vload, CLN_VEC)(0, t);
+}
 #define CLN_COOP_LOAD(p, k) cln_coop_load(p, k, aligned)
+#define CLN_COOP_LOAD_ALIGNED(p, k) CLN_LOADV(p, k)
 #define CLN_COOP_STORE(p, k, v) cln_coop_store(p, k, v, aligned)
 #define CLN_COOP_HMAX cln_hmax
 #define CLN_COOP_HSUM cln_hsum
@@ -56,11 +72,51 @@ CLN_INLINE void cln_coop_store(__global cln_t *p, ulong k, cln_fv v, bool aligne
 #else
 typedef float cln_coop_t;
 #define CLN_COOP_LOAD(p, k) CLN_LOAD(p, k)
+#define CLN_COOP_LOAD_ALIGNED(p, k) CLN_LOAD(p, k)
 #define CLN_COOP_STORE(p, k, v) CLN_STORE(p, k, v)
 #define CLN_COOP_HMAX(v) (v)
 #define CLN_COOP_HSUM(v) (v)
 #define CLN_COOP_W cln_w
+#define cln_coop_put(held, j, team, lane, v) ((held)[(j) * (team) + (lane)] = (v))
+#define cln_coop_get(held, j, team, lane) ((held)[(j) * (team) + (lane)])
 #endif
+
+/* Loads chunks c0 + i of the slice (i < CLN_COOP_CHUNKS, c0 + i < cend, within the
+   slice's whole vectors) into v, -inf past them. */
+#define CLN_COOP_FETCH_WITH(LOAD, c0, cend)                                                  \
+    _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                         \
+    {                                                                                      \
+        const ulong k = (ulong)((c0) + i) * team + lane;                                   \
+        v[i] = (c0) + i < (cend) && k < nc ? LOAD(xs, k) : (cln_coop_t)(-INFINITY);       \
+    }
+#define CLN_COOP_FETCH(c0, cend)                                                           \
+    do {                                                                                   \
+        if (aligned)                                                                       \
+            CLN_COOP_FETCH_WITH(CLN_COOP_LOAD_ALIGNED, c0, cend)                           \
+        else                                                                               \
+            CLN_COOP_FETCH_WITH(CLN_COOP_LOAD, c0, cend)                                   \
+    } while (0)
+
+/* The maximum mx of v's chunks (and of what mx holds already), then v's weights under
+   it in place and their sum added to sum: one exp per element where mx is finite. */
+#define CLN_COOP_WEIGH(mx, sum)                                                            \
+    do {                                                                                   \
+        _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                     \
+            mx = fmax(mx, CLN_COOP_HMAX(v[i]));                                            \
+        if (isfinite(mx)) {                                                                \
+            _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                 \
+            {                                                                              \
+                v[i] = CLN_EXP(v[i] - mx);                                                 \
+                sum += CLN_COOP_HSUM(v[i]);                                                \
+            }                                                                              \
+        } else {                                                                           \
+            _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                 \
+            {                                                                              \
+                v[i] = CLN_COOP_W(v[i], mx);                                               \
+                sum += CLN_COOP_HSUM(v[i]);                                                \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 
@@ -76,7 +132,7 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
        PoCL 5: docs/DESIGN.md, 'Driver quirks'). */
     const ulong per = (slice_len / team + CLN_VEC - 1) / CLN_VEC;
     const uint hc = per > CLN_COOP_CHUNKS ? (uint)(per - CLN_COOP_CHUNKS) : 0;
-    __local cln_coop_t *held = (__local cln_coop_t *)scratch;
+    __local float *held = scratch;
     __local float *pair = scratch + (ulong)hc * team * CLN_VEC;
     __local uint *ticket = (__local uint *)(pair + 2 * team);
     if (lid == 0) *ticket = atomic_inc(w);
@@ -90,51 +146,33 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     const bool aligned = (ulong)xs % vb == 0 && (ulong)ys % vb == 0;
 
     /* The slice: chunk i * team + lane in v[i], and past the registers' chunks, chunk
-       (CLN_COOP_CHUNKS + j) * team + lane in held[j * team + lane], which only this
+       (CLN_COOP_CHUNKS + j) * team + lane in held (cln_coop_put), which only this
        work-item touches. Its last n % CLN_VEC elements are read again at the write
-       instead of held, as teams may be smaller than vectors. */
-    cln_coop_t v[CLN_COOP_CHUNKS];
-    float m = -INFINITY, l = 0.0f;
-#pragma unroll
-    for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
-        const ulong k = (ulong)i * team + lane;
-        v[i] = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
-        m = fmax(m, CLN_COOP_HMAX(v[i]));
-    }
-    for (uint j = 0; j < hc; j++) {
-        const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
-        const cln_coop_t h = k < nc ? CLN_COOP_LOAD(xs, k) : (cln_coop_t)(-INFINITY);
-        held[j * team + lane] = h;
-        m = fmax(m, CLN_COOP_HMAX(h));
-    }
-    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) m = fmax(m, CLN_LOAD(xs, tc));
+       instead of held, as teams may be smaller than vectors. The held part is one
+       batch of at most CLN_COOP_CHUNKS chunks (the plan holds at most CLN_COOP_ELEMS
+       elements per work-item in local memory).
 
-    /* Weights under this work-item's own maximum, kept in place: one exp per element. */
-    const float m_own = m;
-    if (isfinite(m)) {
+       Each part's weights are taken under that part's own maximum as soon as it
+       arrives, the held part's before the registers' part is asked for: work-items
+       whose data came early compute while the memory still serves the others, where
+       one maximum over both parts would leave the compute units idle during the loads
+       and the memory idle during the exps. Loads are issued together, with the
+       alignment test outside the unrolled loop. */
+    cln_coop_t v[CLN_COOP_CHUNKS];
+    float mh = -INFINITY, lh = 0.0f, mr = -INFINITY, lr = 0.0f;
+    if (hc) {
+        CLN_COOP_FETCH(CLN_COOP_CHUNKS, CLN_COOP_CHUNKS + hc);
+        CLN_COOP_WEIGH(mh, lh);
 #pragma unroll
-        for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
-            v[i] = CLN_EXP(v[i] - m);
-            l += CLN_COOP_HSUM(v[i]);
-        }
-        for (uint j = 0; j < hc; j++) {
-            const cln_coop_t h = CLN_EXP(held[j * team + lane] - m);
-            held[j * team + lane] = h;
-            l += CLN_COOP_HSUM(h);
-        }
-    } else {
-#pragma unroll
-        for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
-            v[i] = CLN_COOP_W(v[i], m);
-            l += CLN_COOP_HSUM(v[i]);
-        }
-        for (uint j = 0; j < hc; j++) {
-            const cln_coop_t h = CLN_COOP_W(held[j * team + lane], m);
-            held[j * team + lane] = h;
-            l += CLN_COOP_HSUM(h);
-        }
+        for (uint i = 0; i < CLN_COOP_CHUNKS; i++)
+            if (i < hc) cln_coop_put(held, i, team, lane, v[i]);
     }
-    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) l += cln_w(CLN_LOAD(xs, tc), m);
+    CLN_COOP_FETCH(0, CLN_COOP_CHUNKS);
+    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) mr = fmax(mr, CLN_LOAD(xs, tc));
+    CLN_COOP_WEIGH(mr, lr);
+    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) lr += cln_w(CLN_LOAD(xs, tc), mr);
+    float m = mh, l = lh;
+    cln_merge(&m, &l, mr, lr);
     cln_pair(&m, &l, pair, pair + team, lid, lane, team);
 
     /* Publish the slice's pair, then wait for the row's other slices. */
@@ -159,19 +197,18 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     }
     cln_pair(&rm, &rl, pair, pair + team, lid, lid, team);
 
-    const float sc = cln_inv_sum(rl) * cln_w(m_own, rm);
+    const float inv = cln_inv_sum(rl), sr = inv * cln_w(mr, rm), sh = inv * cln_w(mh, rm);
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
-        if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sc);
+        if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sr);
     }
     for (uint j = 0; j < hc; j++) {
         const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
-        if (k < nc) CLN_COOP_STORE(ys, k, held[j * team + lane] * sc);
+        if (k < nc) CLN_COOP_STORE(ys, k, cln_coop_get(held, j, team, lane) * sh);
     }
     /* The tail, read again: each element is read and written by one work-item, so y
        may be x. */
-    const float inv = cln_inv_sum(rl);
     for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team)
         CLN_STORE(ys, tc, cln_w(CLN_LOAD(xs, tc), rm) * inv);
 }

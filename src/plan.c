@@ -239,6 +239,8 @@ static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
     if (!wg || in->local <= fixed) return 0;
     size_t e = (size_t)((in->local - fixed) / (wg * sizeof(float)));
     if (e > in->t->coop_local_elems) e = in->t->coop_local_elems;
+    /* The kernel holds one batch of its registers' size there (cl/coop.cl). */
+    if (e > CLN_COOP_ELEMS) e = CLN_COOP_ELEMS;
     return e / CLN_COOP_HOLD_STEP * CLN_COOP_HOLD_STEP;
 }
 

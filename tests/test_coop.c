@@ -157,7 +157,7 @@ void test_coop_softmax(void)
           coop_runs);
 
     /* The plan's own choice on vocabulary-sized rows, and the same values whatever ran:
-       on NVIDIA, coop for 32 float32 rows, the split for a few 16-bit ones
+       on NVIDIA, coop for 32 rows of float32 or bfloat16, the split for a few rows
        (coop_rows_min and coop_elem_bytes_min in src/plan_table.c). */
     const size_t rows = 32, cols = 128256;
     float *x = malloc(rows * cols * sizeof *x);
@@ -166,6 +166,10 @@ void test_coop_softmax(void)
     int v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols, x, 0, 0);
     if (nv)
         CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax f32 %zux%zu: the plan ran %s, "
+              "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, rows, cols, x, 0, 0);
+    if (nv)
+        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 %zux%zu: the plan ran %s, "
               "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, 4, cols, x, 0, 0);
     if (nv)

@@ -234,6 +234,11 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
         ok &= CHECK(pl->local_bytes >= pl->wg * sizeof(float) * (2 + cln_coop_held(e)),
                     "%s: coop slices of %zu elements a work-item in %zu bytes of local memory",
                     label, e, pl->local_bytes);
+        /* The kernel holds one batch of the registers' size in local memory. */
+        ok &= CHECK(cln_coop_held(e) <= CLN_COOP_ELEMS,
+                    "%s: coop slices of %zu elements a work-item hold %zu in local memory, more "
+                    "than the kernel's one batch of %d", label, e, cln_coop_held(e),
+                    CLN_COOP_ELEMS);
     } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
         /* The half-slot kernels are exactly the words_half plans. */
@@ -411,7 +416,7 @@ void test_plan(void)
                               "of %u compute units idle", label, pl.groups, rows, p->compute_units);
                 }
             /* One launch (coop) or two (split) for vocabulary rows, as the table's
-               coop_rows_min and coop_elem_bytes_min say: coop for many float32 rows. */
+               coop_rows_min and coop_elem_bytes_min say: coop for many rows. */
             const struct {
                 clnorm_dtype dt;
                 size_t rows, cols;
@@ -420,8 +425,8 @@ void test_plan(void)
                 {CLNORM_F32, 64, 128256, CLN_VAR_COOP},    {CLNORM_F32, 128, 151936, CLN_VAR_COOP},
                 {CLNORM_F32, 32, 128256, CLN_VAR_COOP},    {CLNORM_F32, 31, 128256, CLN_VAR_SPLIT},
                 {CLNORM_F32, 8, 262144, CLN_VAR_SPLIT},    {CLNORM_F32, 1, 1u << 20, CLN_VAR_SPLIT},
-                {CLNORM_BF16, 64, 128256, CLN_VAR_SPLIT},  {CLNORM_F16, 128, 151936, CLN_VAR_SPLIT},
-                {CLNORM_BF16, 1, 1u << 20, CLN_VAR_SPLIT},
+                {CLNORM_BF16, 64, 128256, CLN_VAR_COOP},   {CLNORM_F16, 128, 151936, CLN_VAR_COOP},
+                {CLNORM_BF16, 16, 128256, CLN_VAR_SPLIT},  {CLNORM_BF16, 1, 1u << 20, CLN_VAR_SPLIT},
             };
             for (size_t v = 0; v < COUNT_OF(vocab); v++) {
                 plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
