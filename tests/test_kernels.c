@@ -299,7 +299,9 @@ static void check_choice(void)
 /* Every __local in cl/ is a pointer (a kernel's scratch argument or a view of it): a
    kernel-scope __local variable breaks PoCL 5, and PoCL rejects one in a helper
    (docs/DESIGN.md, 'Driver quirks'). After the keyword and the words of its type, a
-   '*' must follow, where a variable's name and ';' would. */
+   '*' must follow, where a variable's name and ';' would. A cast to a __local pointer
+   names a 4-byte scalar: the scratch is a float argument, aligned for floats only,
+   and a vector access through it faulted on NVIDIA. */
 static void check_no_local_variables(const char *text)
 {
     size_t found = 0;
@@ -307,10 +309,14 @@ static void check_no_local_variables(const char *text)
         if (s > text && is_ident(s[-1])) continue;
         const char *p = s + 7;
         if (is_ident(*p)) continue; /* a longer name */
+        const char *type = NULL;
+        size_t type_len = 0;
         for (;;) {
             p = skip_space(p);
             if (!is_ident(*p)) break;
+            const char *w = p;
             while (is_ident(*p)) p++;
+            if (strncmp(w, "const", 5) || p - w != 5) type = w, type_len = (size_t)(p - w);
         }
         found++;
         const char *line = s;
@@ -319,6 +325,17 @@ static void check_no_local_variables(const char *text)
         int shown = eol ? (int)(eol - line) : (int)strlen(line);
         CHECK(*p == '*', "a __local variable in cl/ (every __local must be a pointer): %.*s",
               shown > 160 ? 160 : shown, line);
+        const char *b = s;
+        while (b > text && (b[-1] == ' ' || b[-1] == '\t')) b--;
+        if (b > text && b[-1] == '(' && *p == '*') {
+            static const char *const scalars[] = {"float", "int", "uint"};
+            int ok = 0;
+            for (size_t i = 0; i < COUNT_OF(scalars); i++)
+                ok |= type && type_len == strlen(scalars[i]) && !strncmp(type, scalars[i], type_len);
+            CHECK(ok, "a cast to a __local pointer of %.*s in cl/ (the scratch is aligned for "
+                  "floats only: cast to float, int or uint): %.*s", (int)type_len,
+                  type ? type : "", shown > 160 ? 160 : shown, line);
+        }
     }
     CHECK(found > 0, "no __local found in the program source");
 }
