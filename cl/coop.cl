@@ -118,6 +118,16 @@ typedef float cln_coop_t;
         }                                                                                  \
     } while (0)
 
+/* Publishing a pair to the row's other groups needs a fence at the device's scope:
+   NVIDIA compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to membar.cta, which orders the
+   accesses only as this work-group sees them, so another group could see the count
+   before the pair it counts. Only NVIDIA runs groups that wait for others. */
+#ifdef CLN_NV_FENCE
+#define CLN_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
+#else
+#define CLN_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
+
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 
 __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
@@ -180,11 +190,11 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         /* Volatile accesses go past this compute unit's cache, where another group's
            pair would not be seen. */
         ((volatile __global float2 *)part)[2 * g] = (float2)(m, l);
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        CLN_DEVICE_FENCE();
         atomic_inc(w + 1 + row);
         while (w[1 + row] != (uint)slices)
             ;
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        CLN_DEVICE_FENCE();
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 

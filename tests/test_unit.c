@@ -759,6 +759,10 @@ void test_build_options(void)
         CHECK((strstr(buf, "-DCLN_NV_CVT") != NULL) == cases[i].cvt,
               "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
+        /* The coop kernel's fence at the device's scope is NVIDIA's inline PTX. */
+        CHECK((strstr(buf, "-DCLN_NV_FENCE") != NULL) == cases[i].np->p.nv,
+              "%s %s: \"%s\" should %shave -DCLN_NV_FENCE", cases[i].np->p.device_name,
+              cln_dtype_name(cases[i].dt), buf, cases[i].np->p.nv ? "" : "not ");
     }
     /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
        the default does where the disk cache is on and keeps binaries: not on Rusticl. */
