@@ -121,8 +121,12 @@ typedef float cln_coop_t;
 /* Publishing a pair to the row's other groups needs a fence at the device's scope:
    NVIDIA compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to membar.cta, which orders the
    accesses only as this work-group sees them, so another group could see the count
-   before the pair it counts. Only NVIDIA runs groups that wait for others. */
-#ifdef CLN_NV_FENCE
+   before the pair it counts. Only NVIDIA runs groups that wait for others. From
+   compute capability 7 (CLN_NV_FENCE=2) an acquire-release fence does, before it the
+   sequentially consistent membar.gl. */
+#if defined(CLN_NV_FENCE) && CLN_NV_FENCE >= 2
+#define CLN_DEVICE_FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
+#elif defined(CLN_NV_FENCE)
 #define CLN_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
 #else
 #define CLN_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)

@@ -736,6 +736,8 @@ void test_build_options(void)
     named_profile old = make_profile("NVIDIA V100", CL_DEVICE_TYPE_GPU, 80, 1024, 49152, 32, 0, 1);
     named_profile cpu = make_profile("PoCL CPU", CL_DEVICE_TYPE_CPU, 2, 4096, 262144, 8, 0, 0);
     old.p.nv_cc_major = 7;
+    named_profile older = old;
+    older.p.nv_cc_major = 6;
     cpu.p.vec = 8;
     const struct {
         const named_profile *np;
@@ -747,7 +749,7 @@ void test_build_options(void)
         {&gpu, CLNORM_BF16, NULL, "-DCLN_WORD=4", 1}, {&gpu, CLNORM_F32, NULL, "-DCLN_WORD=4", 0},
         {&gpu, CLNORM_F16, NULL, "-DCLN_WORD=4", 0},  {&old, CLNORM_BF16, NULL, "-DCLN_WORD=4", 0},
         {&cpu, CLNORM_BF16, NULL, "-DCLN_WORD=2", 0}, {&gpu, CLNORM_BF16, "2", "-DCLN_WORD=2", 1},
-        {&cpu, CLNORM_F32, "4", "-DCLN_WORD=4", 0},
+        {&cpu, CLNORM_F32, "4", "-DCLN_WORD=4", 0},   {&older, CLNORM_F32, NULL, "-DCLN_WORD=4", 0},
     };
     for (size_t i = 0; i < COUNT_OF(cases); i++) {
         char buf[512];
@@ -759,10 +761,15 @@ void test_build_options(void)
         CHECK((strstr(buf, "-DCLN_NV_CVT") != NULL) == cases[i].cvt,
               "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
-        /* The coop kernel's fence at the device's scope is NVIDIA's inline PTX. */
-        CHECK((strstr(buf, "-DCLN_NV_FENCE") != NULL) == cases[i].np->p.nv,
-              "%s %s: \"%s\" should %shave -DCLN_NV_FENCE", cases[i].np->p.device_name,
-              cln_dtype_name(cases[i].dt), buf, cases[i].np->p.nv ? "" : "not ");
+        /* The coop kernel's fence at the device's scope is NVIDIA's inline PTX, an
+           acquire-release fence from compute capability 7. */
+        const char *fence = !cases[i].np->p.nv ? NULL
+                            : cases[i].np->p.nv_cc_major >= 7 ? "-DCLN_NV_FENCE=2"
+                                                              : "-DCLN_NV_FENCE=1";
+        CHECK(fence ? strstr(buf, fence) != NULL : strstr(buf, "-DCLN_NV_FENCE") == NULL,
+              "%s %s: \"%s\" should %shave %s", cases[i].np->p.device_name,
+              cln_dtype_name(cases[i].dt), buf, fence ? "" : "not ",
+              fence ? fence : "-DCLN_NV_FENCE");
     }
     /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
        the default does where the disk cache is on and keeps binaries: not on Rusticl. */
