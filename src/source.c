@@ -102,8 +102,8 @@ static int cln_embedded_forgotten;
 
 clnorm_status cln_source_for_build(char **src, size_t *len, uint64_t *hash, int *owned)
 {
-    /* A kernel folder is re-read at every build, so that edits show up without a
-       restart. */
+    /* A kernel folder is re-read at every call (the program is found by the source's
+       hash), so that edits show up without a restart. */
     if (*cln_config_now()->pub.kernel_dir) {
         *owned = 1;
         clnorm_status st = cln_source_get(src, len);

@@ -483,6 +483,12 @@ int cmd_bench(int argc, char **argv)
     if (c.batch > 1) printf("each a batch of %d calls back to back\n", c.batch);
     if (!host) {
         if (note) printf("%s\n", note);
+        /* A kernel folder is read and hashed at every call (docs/API.md): batches then
+           time the host, not the device. */
+        const char *kdir = getenv("CLNORM_KERNEL_DIR");
+        if (kdir && *kdir)
+            printf("CLNORM_KERNEL_DIR is set: every call reads and hashes the kernel sources "
+                   "again, so the times include that host work\n");
         printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
         printf("empty kernel, back to back: %.1f us per launch on the device, %.1f us to "
                "enqueue\n", launch_dev, launch_host);
