@@ -64,13 +64,14 @@ typedef struct cln_plan_params {
     size_t coop_wg;
     size_t coop_groups_per_cu;
     /* Elements per work-item a coop slice may hold in local memory besides the
-       registers' CLN_COOP_ELEMS: longer slices, fewer groups per row, more of the rows
-       held at once: 'One-launch split rows'. */
+       registers' CLN_COOP_ELEMS (at most as many again): longer slices, fewer groups
+       per row, more of the rows held at once: 'One-launch split rows'. */
     size_t coop_local_elems;
     /* Where the automatic plan takes coop over the two-launch split: rows of at least
        coop_rows_min, of elements of at least coop_elem_bytes_min bytes. On the H200
        the split was faster for one to eight vocabulary rows (the second launch
-       re-reads them from L2) and for 16-bit rows (half the bytes held per group). */
+       re-reads them from L2); since the local-memory hold, coop is faster for 16-bit
+       rows too, so the H200's table admits every dtype. */
     size_t coop_rows_min;
     size_t coop_elem_bytes_min;
 
