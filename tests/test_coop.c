@@ -249,3 +249,61 @@ done:
     free(x);
     free(want);
 }
+
+/* The same vocabulary-sized softmax called again and again gives the same bits every
+   time, and the first call is within the contract: on NVIDIA the one-launch form, whose
+   groups pass their pairs through memory (a pair read before it was written would show
+   as a changed result), elsewhere whatever the plan runs. */
+void test_coop_repeat(void)
+{
+    enum { CALLS = 40 };
+    const size_t rows = 64, cols = 128256, n = rows * cols;
+    float *x = malloc(n * sizeof *x), *first = malloc(n * sizeof *first),
+          *got = malloc(n * sizeof *got);
+    double *want = malloc(n * sizeof *want);
+    cl_mem bx = NULL, by = NULL;
+    if (!CHECK(x && first && got && want, "out of memory")) goto done;
+    gen_rows(&R, x, rows, cols);
+    ref_softmax(x, rows, cols, want);
+    bx = t_buffer(T.ctx, n * sizeof(float), x);
+    by = t_buffer(T.ctx, n * sizeof(float), NULL);
+    if (!CHECK(bx && by, "buffers of %zu floats", n)) goto done;
+    clnorm_matrix vx = {bx, 0, 0}, vy = {by, 0, 0};
+    size_t changed = 0;
+    int variant = -1;
+    for (int i = 0; i < CALLS; i++) {
+        /* Poison the output so that an element left unwritten shows too. */
+        const float nan = NAN;
+        if (!CHECK_CL(clEnqueueFillBuffer(T.q, by, &nan, sizeof nan, 0, n * sizeof(float), 0,
+                                          NULL, NULL)))
+            goto done;
+        if (!CHECK_ST(clnorm_softmax(T.q, CLNORM_F32, rows, cols, vx, vy, CLNORM_SOFTMAX_AUTO, 0,
+                                     NULL, NULL),
+                      CLNORM_SUCCESS) ||
+            !CHECK(t_read(T.q, by, n * sizeof(float), i ? got : first), "reading call %d", i))
+            goto done;
+        if (!i) {
+            clnorm_plan_info pl;
+            if (clnorm_last_plan(&pl)) variant = (int)pl.variant;
+            COMPARE("softmax f32 64x128256, first call", first, want, rows, cols,
+                    tol_rel(CLNORM_F32, cols), tol_abs(CLNORM_F32));
+        } else if (memcmp(got, first, n * sizeof(float))) {
+            size_t k = 0;
+            while (k < n && !memcmp(got + k, first + k, sizeof(float))) k++;
+            changed++;
+            CHECK(k == n, "call %d of softmax f32 64x128256 (%s) differs from the first at row %zu, "
+                  "column %zu: %a against %a", i,
+                  variant < 0 ? "?" : clnorm_variant_name((clnorm_variant)variant), k / cols,
+                  k % cols, got[k], first[k]);
+        }
+    }
+    NOTE("%d calls (%s), %zu differed from the first", CALLS,
+         variant < 0 ? "?" : clnorm_variant_name((clnorm_variant)variant), changed);
+done:
+    if (bx) clReleaseMemObject(bx);
+    if (by) clReleaseMemObject(by);
+    free(x);
+    free(first);
+    free(got);
+    free(want);
+}
