@@ -28,12 +28,11 @@
 /* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
 #if CLN_VEC > 1
 typedef cln_fv cln_coop_t;
-/* Whole vectors where the slice is aligned to them (as the plan arranges), element
-   by element where not: a build whose vector differs from the plan's (the Oclgrind
-   sweep's) stays correct. */
-CLN_INLINE cln_fv cln_coop_load(__global const cln_t *p, ulong k, bool aligned)
+/* Element by element where the slice is not aligned to whole vectors (the plan
+   arranges that it is, but a build whose vector differs from the plan's, as in the
+   Oclgrind sweep, must stay correct). */
+CLN_INLINE cln_fv cln_coop_load_any(__global const cln_t *p, ulong k)
 {
-    if (aligned) return CLN_LOADV(p, k);
     float t[CLN_VEC];
     for (int e = 0; e < CLN_VEC; e++) t[e] = CLN_LOAD(p, k * CLN_VEC + e);
     return CLN_CAT(vload, CLN_VEC)(0, t);
@@ -63,7 +62,7 @@ CLN_INLINE cln_fv cln_coop_get(__local const float *held, uint j, uint team, uin
     for (uint e = 0; e < CLN_VEC; e++) t[e] = held[(j * CLN_VEC + e) * team + lane];
     return CLN_CAT(vload, CLN_VEC)(0, t);
 }
-#define CLN_COOP_LOAD(p, k) cln_coop_load(p, k, aligned)
+#define CLN_COOP_LOAD(p, k) cln_coop_load_any(p, k)
 #define CLN_COOP_LOAD_ALIGNED(p, k) CLN_LOADV(p, k)
 #define CLN_COOP_STORE(p, k, v) cln_coop_store(p, k, v, aligned)
 #define CLN_COOP_HMAX cln_hmax
@@ -118,18 +117,38 @@ typedef float cln_coop_t;
         }                                                                                  \
     } while (0)
 
-/* Publishing a pair to the row's other groups needs a fence at the device's scope:
+/* Publishing a pair to the row's other groups needs ordering at the device's scope:
    NVIDIA compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to membar.cta, which orders the
    accesses only as this work-group sees them, so another group could see the count
    before the pair it counts. Only NVIDIA runs groups that wait for others. From
-   compute capability 7 (CLN_NV_FENCE=2) an acquire-release fence does, before it the
-   sequentially consistent membar.gl. */
+   compute capability 7 (CLN_NV_FENCE=2) the count's increment releases the pair and
+   the wait's loads acquire the others' pairs, with no separate fence; before it the
+   sequentially consistent membar.gl fences both sides. */
 #if defined(CLN_NV_FENCE) && CLN_NV_FENCE >= 2
-#define CLN_DEVICE_FENCE() asm volatile("fence.acq_rel.gpu;" ::: "memory")
-#elif defined(CLN_NV_FENCE)
+CLN_INLINE void cln_coop_count(volatile __global uint *c)
+{
+    asm volatile("red.release.gpu.add.u32 [%0], 1;" ::"l"((ulong)c) : "memory");
+}
+CLN_INLINE uint cln_coop_seen(volatile __global uint *c)
+{
+    uint v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"((ulong)c) : "memory");
+    return v;
+}
+#define CLN_COOP_ACQUIRED()
+#else
+#if defined(CLN_NV_FENCE)
 #define CLN_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
 #else
 #define CLN_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
+CLN_INLINE void cln_coop_count(volatile __global uint *c)
+{
+    CLN_DEVICE_FENCE();
+    atomic_inc(c);
+}
+#define cln_coop_seen(c) (*(c))
+#define CLN_COOP_ACQUIRED() CLN_DEVICE_FENCE()
 #endif
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
@@ -194,11 +213,10 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
         /* Volatile accesses go past this compute unit's cache, where another group's
            pair would not be seen. */
         ((volatile __global float2 *)part)[2 * g] = (float2)(m, l);
-        CLN_DEVICE_FENCE();
-        atomic_inc(w + 1 + row);
-        while (w[1 + row] != (uint)slices)
+        cln_coop_count(w + 1 + row);
+        while (cln_coop_seen(w + 1 + row) != (uint)slices)
             ;
-        CLN_DEVICE_FENCE();
+        CLN_COOP_ACQUIRED();
     }
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
