@@ -269,7 +269,6 @@ void test_coop_repeat(void)
     by = t_buffer(T.ctx, n * sizeof(float), NULL);
     if (!CHECK(bx && by, "buffers of %zu floats", n)) goto done;
     clnorm_matrix vx = {bx, 0, 0}, vy = {by, 0, 0};
-    size_t changed = 0;
     const char *ran = "?";
     for (int i = 0; i < CALLS; i++) {
         /* Poison the output so that an element left unwritten shows too. */
@@ -287,15 +286,14 @@ void test_coop_repeat(void)
             if (clnorm_last_plan(&pl)) ran = clnorm_variant_name(pl.variant);
             COMPARE("softmax f32 32x128256, first call", first, want, rows, cols,
                     tol_rel(CLNORM_F32, cols), tol_abs(CLNORM_F32));
-        } else if (memcmp(got, first, n * sizeof(float))) {
-            size_t k = 0;
+        } else {
+            size_t k = 0; /* the first element whose bits differ, n where none does */
             while (k < n && !memcmp(got + k, first + k, sizeof(float))) k++;
-            changed++;
             CHECK(k == n, "call %d of softmax f32 32x128256 (%s) differs from the first at row %zu, "
                   "column %zu: %a against %a", i, ran, k / cols, k % cols, got[k], first[k]);
         }
     }
-    NOTE("%d calls (%s), %zu differed from the first", CALLS, ran, changed);
+    NOTE("%d calls (%s)", CALLS, ran);
 done:
     if (bx) clReleaseMemObject(bx);
     if (by) clReleaseMemObject(by);
