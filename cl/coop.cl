@@ -14,11 +14,13 @@
    on the device together. The plan takes this variant only on devices whose running
    groups are known to progress side by side (NVIDIA).
 
-   Each call counts in words of its own, zero when it starts (src/scratch.c hands out
-   fresh ones): sync[0] hands out tickets, sync[1 + r] counts the slices of row r that
-   have published. Plain atomic increments on them cost one trip to the memory's
-   atomic unit each, where a compare-and-swap loop over words shared by all calls
-   would serialise the groups. */
+   Each call exchanges its pairs through words of its own, zero when it starts
+   (src/scratch.c hands out fresh ones, from an even index): sync[0] hands out
+   tickets, and from sync[2] on, 64 bits a slice, row r's slice i publishes its (m, l)
+   at 1 + r * slices + i. A published pair is never all zeros (l is at least 1 where m
+   is finite, and m is -inf or NaN otherwise), so the pair is its own flag: a group
+   waits until none of its row's pairs reads zero, with no count to increment and
+   nothing else to order. */
 /* CLN_COOP_ELEMS comes from the host's plan (src/plan.h), which sizes slices by it. */
 #ifndef CLN_COOP_ELEMS
 #define CLN_COOP_ELEMS 32
@@ -117,46 +119,33 @@ typedef float cln_coop_t;
         }                                                                                  \
     } while (0)
 
-/* Publishing a pair to the row's other groups needs ordering at the device's scope:
-   NVIDIA compiles mem_fence(CLK_GLOBAL_MEM_FENCE) to membar.cta, which orders the
-   accesses only as this work-group sees them, so another group could see the count
-   before the pair it counts. Only NVIDIA runs groups that wait for others. From
-   compute capability 7 (CLN_NV_FENCE=2) the count's increment releases the pair and
-   the wait's loads acquire the others' pairs, with no separate fence; before it the
-   sequentially consistent membar.gl fences both sides. */
-#if defined(CLN_NV_FENCE) && CLN_NV_FENCE >= 2
-CLN_INLINE void cln_coop_count(volatile __global uint *c)
+/* A pair goes out and comes in as one 64-bit access past the compute unit's cache,
+   where another group's pair would not be seen: on NVIDIA from compute capability 7
+   (CLN_NV_RELAXED) relaxed accesses at the device's scope, elsewhere volatile ones,
+   which NVIDIA before it also sends to L2. Only NVIDIA runs groups that wait for
+   others; on other devices each row is one slice, read back by the group that wrote it. */
+#ifdef CLN_NV_RELAXED
+CLN_INLINE void cln_coop_publish(volatile __global ulong *p, ulong bits)
 {
-    asm volatile("red.release.gpu.add.u32 [%0], 1;" ::"l"((ulong)c) : "memory");
+    asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"((ulong)p), "l"(bits) : "memory");
 }
-CLN_INLINE uint cln_coop_seen(volatile __global uint *c)
+CLN_INLINE ulong cln_coop_peek(volatile __global ulong *p)
 {
-    uint v;
-    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"((ulong)c) : "memory");
-    return v;
+    ulong bits;
+    asm volatile("ld.relaxed.gpu.b64 %0, [%1];" : "=l"(bits) : "l"((ulong)p) : "memory");
+    return bits;
 }
-#define CLN_COOP_ACQUIRED()
 #else
-#if defined(CLN_NV_FENCE)
-#define CLN_DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
-#else
-#define CLN_DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
-#endif
-CLN_INLINE void cln_coop_count(volatile __global uint *c)
-{
-    CLN_DEVICE_FENCE();
-    atomic_inc(c);
-}
-#define cln_coop_seen(c) (*(c))
-#define CLN_COOP_ACQUIRED() CLN_DEVICE_FENCE()
+#define cln_coop_publish(p, bits) (*(p) = (bits))
+#define cln_coop_peek(p) (*(p))
 #endif
 
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 
 __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
                                   __global cln_t *y, ulong yoff, ulong yld, ulong cols,
-                                  ulong slices, ulong slice_len, __global float *part,
-                                  __global uint *sync, uint base, __local float *scratch)
+                                  ulong slices, ulong slice_len, __global uint *sync,
+                                  uint base, __local float *scratch)
 {
     const uint lid = get_local_id(0), team = get_local_size(0), lane = lid;
     volatile __global uint *w = (volatile __global uint *)(sync + base);
@@ -208,23 +197,17 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     cln_merge(&m, &l, mr, lr);
     cln_pair(&m, &l, pair, pair + team, lid, lane, team);
 
-    /* Publish the slice's pair, then wait for the row's other slices. */
-    if (lid == 0) {
-        /* Volatile accesses go past this compute unit's cache, where another group's
-           pair would not be seen. */
-        ((volatile __global float2 *)part)[2 * g] = (float2)(m, l);
-        cln_coop_count(w + 1 + row);
-        while (cln_coop_seen(w + 1 + row) != (uint)slices)
-            ;
-        CLN_COOP_ACQUIRED();
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-
-    /* Every group of the row merges the same partials in the same order, so all
-       write with one (m, l). */
+    /* Publish the slice's pair, then read the row's pairs as they come, each work-item
+       its share. Every group of the row merges the same pairs in the same order, so
+       all write with one (m, l). */
+    volatile __global ulong *pairs = (volatile __global ulong *)w + 1 + row * slices;
+    if (lid == 0) cln_coop_publish(pairs + s, as_ulong((float2)(m, l)));
     float rm = -INFINITY, rl = 0.0f;
     for (ulong i = lid; i < slices; i += team) {
-        const float2 p = ((volatile __global float2 *)part)[2 * (row * slices + i)];
+        ulong bits;
+        while (!(bits = cln_coop_peek(pairs + i)))
+            ;
+        const float2 p = as_float2(bits);
         cln_merge(&rm, &rl, p.x, p.y);
     }
     cln_pair(&rm, &rl, pair, pair + team, lid, lid, team);

@@ -50,14 +50,15 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        its registers in a group of 1024, which long rows want (profile.c; see
        docs/DESIGN.md, 'Register slots per work-item'). */
     /* NVIDIA from compute capability 8 converts to bfloat16 in one instruction
-       (cl/dtype.cl); only bf16 programs use it. NVIDIA's fence at the device's scope
-       (cl/coop.cl) is inline PTX. */
+       (cl/dtype.cl); only bf16 programs use it. From compute capability 7 the coop
+       kernel's pairs pass through relaxed accesses at the device's scope, inline PTX
+       (cl/coop.cl). */
     snprintf(buf, len,
              "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu"
              " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
              word, CLN_COOP_ELEMS, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
-             !p->nv ? "" : p->nv_cc_major >= 7 ? " -DCLN_NV_FENCE=2" : " -DCLN_NV_FENCE=1",
+             p->nv && p->nv_cc_major >= 7 ? " -DCLN_NV_RELAXED" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",

@@ -61,34 +61,41 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     cln_scratch *scratch = NULL;
     cl_mem part = NULL, sync = NULL;
     cl_uint sync_base = 0;
-    cl_event prev = NULL, last = NULL, dep = NULL, *waits = NULL;
+    cl_event prev = NULL, last = NULL, dep = NULL, zeroed = NULL, *waits = NULL;
     clnorm_status st = CLNORM_SUCCESS;
     int serial = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
+    /* The first kernel also waits for the operation before (serial.c). */
     if (chain == CLN_SERIAL_ALL || c->sync_words) {
-        /* The first kernel also waits for the operation before (serial.c). */
         serial = 1;
         cln_serial_begin(chain, ctx, &dep);
-        if (dep) {
-            waits = malloc((num_wait + 1) * sizeof *waits);
-            if (!waits) {
-                st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a wait list");
-                goto fail;
-            }
-            if (num_wait) memcpy(waits, wait_list, num_wait * sizeof *waits);
-            waits[num_wait++] = dep;
-            wait_list = waits;
-        }
     }
-    if (c->part_bytes) {
+    if (c->part_bytes || c->sync_words) {
         cl_command_queue_properties qp = 0;
         if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
             (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
             in_order = 0;
-        if ((st = cln_scratch_acquire(ctx, q, in_order, c->part_bytes, &scratch))) goto fail;
-        part = cln_scratch_mem(scratch);
-        if (c->sync_words && (st = cln_scratch_sync(scratch, q, c->sync_words, &sync, &sync_base)))
+        /* The synchronisation words belong to a scratch buffer, which a call that
+           needs only them takes at its smallest. */
+        if ((st = cln_scratch_acquire(ctx, q, in_order, c->part_bytes ? c->part_bytes : 1,
+                                      &scratch)))
             goto fail;
+        part = cln_scratch_mem(scratch);
+        /* ... and after the zeroing of the words, where they had run out. */
+        if (c->sync_words &&
+            (st = cln_scratch_sync(scratch, q, c->sync_words, &sync, &sync_base, &zeroed)))
+            goto fail;
+    }
+    if (dep || zeroed) {
+        waits = malloc((num_wait + 2) * sizeof *waits);
+        if (!waits) {
+            st = cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a wait list");
+            goto fail;
+        }
+        if (num_wait) memcpy(waits, wait_list, num_wait * sizeof *waits);
+        if (dep) waits[num_wait++] = dep;
+        if (zeroed) waits[num_wait++] = zeroed;
+        wait_list = waits;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
        it or the serial mode chains on it. */
@@ -134,6 +141,7 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
 fail:
     if (serial) cln_serial_end(chain, q, last);
     if (dep) clReleaseEvent(dep);
+    if (zeroed) clReleaseEvent(zeroed);
     free(waits);
     if (prev) clReleaseEvent(prev);
     cln_scratch_release(scratch, last);
@@ -195,12 +203,12 @@ clnorm_status cln_enqueue_plan(cl_command_queue q, cl_context ctx, const cln_pro
     const int coop = pl->variant == CLN_VAR_COOP;
     cln_stages c = {.n = pl->k2 == CLN_K_COUNT ? 1 : pl->k3 == CLN_K_COUNT ? 2 : 3,
                     .lease = lease, .fill = cln_rows_fill, .call = &call,
-                    /* The coop variant counts in fresh words, one and one per row
-                       (cl/coop.cl). */
-                    .sync_words = coop ? 1 + a->rows : 0};
+                    /* The coop variant exchanges its pairs in fresh words: the
+                       ticket's two, then two a group (cl/coop.cl). */
+                    .sync_words = coop ? 2 + 2 * pl->groups : 0};
     /* Four floats per work-group: (m, l) or RMSNorm's (sum, max, scale), and the
        three-pass maxima in the third (cl/softmax.cl). */
-    if (c.n > 1 || coop) c.part_bytes = pl->groups * 4 * sizeof(float);
+    if (c.n > 1) c.part_bytes = pl->groups * 4 * sizeof(float);
     const cln_kernel_id kids[3] = {pl->k1, pl->k2, pl->k3};
     for (int j = 0; j < c.n; j++) {
         /* The statistics' last stage runs one work-group per row. */

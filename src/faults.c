@@ -17,7 +17,7 @@ static int cln_faults_parse(const char *list, unsigned *out)
     static const struct { const char *name; unsigned bit; } names[] = {
         {"subgroups", CLN_FAULT_SUBGROUPS}, {"trust-probes", CLN_FAULT_TRUST_PROBES},
         {"break-fast-path", CLN_FAULT_BREAK_FAST_PATH}, {"probe-wrong", CLN_FAULT_PROBE_WRONG},
-        {"coop", CLN_FAULT_COOP}};
+        {"coop", CLN_FAULT_COOP}, {"sync-small", CLN_FAULT_SYNC_SMALL}};
     unsigned bits = 0;
     for (const char *s = list; s && *s;) {
         size_t n = strcspn(s, ",");

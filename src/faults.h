@@ -20,7 +20,10 @@ enum {
     /* "coop": treat the device's groups as running side by side, so that the coop
        variant runs there; safe only where each row has one slice (the Oclgrind
        sweep) or the device does run its groups so. */
-    CLN_FAULT_COOP = 16
+    CLN_FAULT_COOP = 16,
+    /* "sync-small": the coop variant's synchronisation words run out after
+       CLN_SYNC_WORDS_SMALL (src/scratch.h), so that a few calls reach their refill. */
+    CLN_FAULT_SYNC_SMALL = 32
 };
 
 /* The faults in force: CLN_FAULT_* bits. */

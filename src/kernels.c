@@ -178,8 +178,8 @@ const cln_kernel_info cln_kernel_table[CLN_K_COUNT] = {
     /* Both algorithms: the slice stays in registers, so either reads it once. */
     {.id = CLN_K_COOP_SOFTMAX, .name = "clnorm_coop_softmax", .variant = CLN_VAR_COOP,
      .stage = CLN_SOFTMAX(1, 1),
-     .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_PART,
-              CLN_A_SYNC, CLN_A_SYNC_BASE, CLN_A_SCRATCH}},
+     .args = {CLN_X, CLN_Y, CLN_A_COLS, CLN_A_SLICES, CLN_A_SLICE_LEN, CLN_A_SYNC,
+              CLN_A_SYNC_BASE, CLN_A_SCRATCH}},
     {.id = CLN_K_ATTENTION, .name = "clnorm_attention", .attention = 1,
      .args = {CLN_ATT_VIEW(Q), CLN_ATT_VIEW(K), CLN_ATT_VIEW(V), CLN_ATT_VIEW(OUT), CLN_A_LSE,
               CLN_A_KV_LENS, CLN_A_FLAGS, CLN_A_Q_HEADS, CLN_A_KV_HEADS, CLN_A_Q_LEN,

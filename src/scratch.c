@@ -18,6 +18,7 @@
    so that the call's release or the callback frees them instead of keeping them. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "scratch.h"
+#include "faults.h"
 #include "status.h"
 
 #include <pthread.h>
@@ -31,7 +32,8 @@ struct cln_scratch {
     size_t bytes;
     int held; /* bound: a call between acquire and release */
     int dropped; /* released by clnorm_release_cache while held: freed, not kept */
-    cl_mem sync;     /* the coop variant's words, created at its first call */
+    cl_mem sync;      /* the coop variant's words, created at its first call */
+    size_t sync_size; /* how many */
     size_t sync_next; /* the first of them no call has used since they were zeroed */
     struct cln_scratch *next;
 };
@@ -161,37 +163,49 @@ clnorm_status cln_scratch_acquire(cl_context ctx, cl_command_queue q, int in_ord
 cl_mem cln_scratch_mem(const cln_scratch *s) { return s->mem; }
 
 clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words, cl_mem *mem,
-                               cl_uint *base)
+                               cl_uint *base, cl_event *zeroed)
 {
     /* The caller holds s alone (held, or out of the pool) until release. */
-    if (words > CLN_SYNC_WORDS)
+    *zeroed = NULL;
+    const size_t pool = (cln_faults() & CLN_FAULT_SYNC_SMALL) ? CLN_SYNC_WORDS_SMALL : CLN_SYNC_WORDS;
+    if (words > CLN_SYNC_WORDS_SMALL)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%zu synchronisation words asked, %d at most",
-                        words, CLN_SYNC_WORDS);
+                        words, CLN_SYNC_WORDS_SMALL);
     cl_int err = CL_SUCCESS;
-    /* Zeros come from the host, at the creation and by a write that returns once done
-       (as rare as CLN_SYNC_WORDS / words calls): a fill kernel's zeros are not seen as
-       written by Oclgrind's uninitialised-value check. */
-    if (!s->sync || s->sync_next + words > CLN_SYNC_WORDS) {
+    /* Calls take words from an even index, so 64-bit pairs after the ticket's pair of
+       words are aligned. */
+    size_t next = (s->sync_next + 1) & ~(size_t)1;
+    if (!s->sync) {
+        /* The first zeros come from the host: Oclgrind's uninitialised-value check does
+           not see a fill's zeros as written, and most programs make one coop call or a
+           few. */
         cl_uint *zeros = calloc(CLN_SYNC_WORDS, sizeof *zeros);
         if (!zeros) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for zeros");
-        if (!s->sync) {
-            cl_context ctx;
-            err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
-            if (err == CL_SUCCESS)
-                s->sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                         CLN_SYNC_WORDS * sizeof(cl_uint), zeros, &err);
-            if (err != CL_SUCCESS) s->sync = NULL;
-        } else {
-            err = clEnqueueWriteBuffer(q, s->sync, CL_TRUE, 0, CLN_SYNC_WORDS * sizeof(cl_uint),
-                                       zeros, 0, NULL, NULL);
-        }
+        cl_context ctx;
+        err = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
+        if (err == CL_SUCCESS)
+            s->sync = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                     CLN_SYNC_WORDS * sizeof(cl_uint), zeros, &err);
         free(zeros);
-        if (err != CL_SUCCESS) return cln_cl_fail(err, "zeroing the synchronisation words");
-        s->sync_next = 0;
+        if (err != CL_SUCCESS) {
+            s->sync = NULL;
+            return cln_cl_fail(err, "creating the synchronisation words");
+        }
+        s->sync_size = CLN_SYNC_WORDS;
+        next = 0;
+    } else if (next + words > (pool < s->sync_size ? pool : s->sync_size)) {
+        /* A fill on q, not a write from the host that returns once done: that would
+           stall the queue every few hundred calls. Calls before it on q have used the
+           old words; the kernel after it waits for its event (q may run out of order). */
+        const cl_uint zero = 0;
+        err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0, s->sync_size * sizeof(cl_uint),
+                                  0, NULL, zeroed);
+        if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueFillBuffer(synchronisation words)");
+        next = 0;
     }
     *mem = s->sync;
-    *base = (cl_uint)s->sync_next;
-    s->sync_next += words;
+    *base = (cl_uint)next;
+    s->sync_next = next + words;
     return CLNORM_SUCCESS;
 }
 

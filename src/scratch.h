@@ -17,12 +17,14 @@ CLN_HIDDEN void cln_scratch_release(cln_scratch *s, cl_event after);
 CLN_HIDDEN int cln_scratch_needs_event(const cln_scratch *s);
 CLN_HIDDEN cl_mem cln_scratch_mem(const cln_scratch *s);
 /* words fresh synchronisation words (zero, used by no earlier call) for a coop call
-   on q (cl/coop.cl): *mem, from index *base. s keeps CLN_SYNC_WORDS of them, zeroed
-   from the host at their creation and again, by a write that returns once done, when
-   they run out. */
-#define CLN_SYNC_WORDS 65536
+   on q (cl/coop.cl): *mem, from an even index *base. s keeps CLN_SYNC_WORDS of them
+   (CLN_SYNC_WORDS_SMALL under the "sync-small" fault), zeroed from the host at their
+   creation and, when they run out, by a fill enqueued on q: *zeroed is then its event,
+   which the call's kernel must wait for (the caller releases it), else NULL. */
+#define CLN_SYNC_WORDS (1 << 20)
+#define CLN_SYNC_WORDS_SMALL 8192
 CLN_HIDDEN clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words,
-                                          cl_mem *mem, cl_uint *base);
+                                          cl_mem *mem, cl_uint *base, cl_event *zeroed);
 /* Frees the buffers of ctx (NULL: all) that no call holds. */
 CLN_HIDDEN void cln_scratch_drop(cl_context ctx);
 

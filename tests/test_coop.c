@@ -5,6 +5,7 @@
 #include "clnorm_advanced.h"
 #include "faults.h"
 #include "profile.h"
+#include "scratch.h"
 #include "test.h"
 
 #include <math.h>
@@ -252,8 +253,10 @@ done:
 
 /* The same vocabulary-sized softmax called again and again gives the same bits every
    time, and the first call is within the contract: on NVIDIA the one-launch form, whose
-   groups pass their pairs through memory (a pair read before it was written would show
-   as a changed result), elsewhere whatever the plan runs. */
+   groups pass their pairs through memory (a pair read before it was written, or one
+   left from an earlier call, would show as a changed result), elsewhere whatever the
+   plan runs. The second half of the calls runs with few synchronisation words, so
+   that they run out and are zeroed again every few calls. */
 void test_coop_repeat(void)
 {
     enum { CALLS = 24 };
@@ -271,6 +274,8 @@ void test_coop_repeat(void)
     clnorm_matrix vx = {bx, 0, 0}, vy = {by, 0, 0};
     const char *ran = "?";
     for (int i = 0; i < CALLS; i++) {
+        if (i == CALLS / 2 && !CHECK(cln_faults_set("sync-small") == 0, "fault sync-small refused"))
+            goto done;
         /* Poison the output so that an element left unwritten shows too. */
         const float nan = NAN;
         if (!CHECK_CL(clEnqueueFillBuffer(T.q, by, &nan, sizeof nan, 0, n * sizeof(float), 0,
@@ -295,10 +300,71 @@ void test_coop_repeat(void)
     }
     NOTE("%d calls (%s)", CALLS, ran);
 done:
+    cln_faults_set("");
     if (bx) clReleaseMemObject(bx);
     if (by) clReleaseMemObject(by);
     free(x);
     free(first);
     free(got);
     free(want);
+}
+
+/* The coop variant's synchronisation words (src/scratch.c): each call gets words from
+   an even index that no call has used since they were zeroed; when they run out, a
+   fill on the queue zeroes them again and the call gets its event to wait for. The
+   words are dirtied here after each call as its kernel would, and the whole pool is
+   read back after each refill. */
+void test_coop_sync_words(void)
+{
+    enum { WORDS = 1025, POOL = CLN_SYNC_WORDS_SMALL, CALLS = 24 };
+    cln_scratch *s = NULL;
+    cl_uint *back = malloc(POOL * sizeof *back);
+    int refills = 0;
+    if (!CHECK(back, "out of memory") ||
+        !CHECK(cln_faults_set("sync-small") == 0, "fault sync-small refused") ||
+        !CHECK_ST(cln_scratch_acquire(T.ctx, T.q, 1, 64, &s), CLNORM_SUCCESS))
+        goto done;
+    size_t next = 0;
+    for (int i = 0; i < CALLS; i++) {
+        cl_mem mem = NULL;
+        cl_uint base = 0;
+        cl_event zeroed = NULL;
+        if (!CHECK_ST(cln_scratch_sync(s, T.q, WORDS, &mem, &base, &zeroed), CLNORM_SUCCESS))
+            goto done;
+        /* The first call creates the words: zero, from the host. */
+        const int wrapped = i > 0 && next + WORDS > POOL;
+        const size_t want = wrapped ? 0 : next;
+        CHECK(i == 0 ? base % 2 == 0 : base == want,
+              "call %d: words from %u, expected %zu (the last ended at %zu)", i, base, want, next);
+        CHECK((zeroed != NULL) == wrapped, "call %d: %s fill event, words from %u of %d", i,
+              zeroed ? "a" : "no", base, POOL);
+        if (zeroed) {
+            refills++;
+            CHECK_CL(clWaitForEvents(1, &zeroed));
+            clReleaseEvent(zeroed);
+        }
+        if ((i == 0 || wrapped) && CHECK(t_read(T.q, mem, POOL * sizeof *back, back), "reading the words")) {
+            size_t k = i == 0 ? base : 0, end = i == 0 ? base + WORDS : POOL;
+            while (k < end && back[k] == 0) k++;
+            CHECK(k == end, "call %d: word %zu is %#x after zeroing", i, k, k < end ? back[k] : 0);
+        }
+        const cl_uint dirt = 0xdeadbeefu;
+        if (!CHECK_CL(clEnqueueFillBuffer(T.q, mem, &dirt, sizeof dirt, base * sizeof dirt,
+                                          WORDS * sizeof dirt, 0, NULL, NULL)))
+            goto done;
+        next = ((size_t)base + WORDS + 1) & ~(size_t)1;
+    }
+    CHECK(refills >= 2, "%d refills in %d calls of %d words from %d", refills, CALLS, WORDS, POOL);
+    {
+        cl_mem mem;
+        cl_uint base;
+        cl_event zeroed;
+        CHECK_ST(cln_scratch_sync(s, T.q, POOL + 1, &mem, &base, &zeroed), CLNORM_INVALID_ARGUMENT);
+    }
+    NOTE("%d refills in %d calls", refills, CALLS);
+done:
+    if (s) cln_scratch_release(s, NULL);
+    clFinish(T.q);
+    cln_faults_set("");
+    free(back);
 }

@@ -761,15 +761,12 @@ void test_build_options(void)
         CHECK((strstr(buf, "-DCLN_NV_CVT") != NULL) == cases[i].cvt,
               "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
-        /* The coop kernel's fence at the device's scope is NVIDIA's inline PTX, an
-           acquire-release fence from compute capability 7. */
-        const char *fence = !cases[i].np->p.nv ? NULL
-                            : cases[i].np->p.nv_cc_major >= 7 ? "-DCLN_NV_FENCE=2"
-                                                              : "-DCLN_NV_FENCE=1";
-        CHECK(fence ? strstr(buf, fence) != NULL : strstr(buf, "-DCLN_NV_FENCE") == NULL,
-              "%s %s: \"%s\" should %shave %s", cases[i].np->p.device_name,
-              cln_dtype_name(cases[i].dt), buf, fence ? "" : "not ",
-              fence ? fence : "-DCLN_NV_FENCE");
+        /* The coop kernel's relaxed accesses at the device's scope are NVIDIA's inline
+           PTX, from compute capability 7. */
+        const int relaxed = cases[i].np->p.nv && cases[i].np->p.nv_cc_major >= 7;
+        CHECK((strstr(buf, "-DCLN_NV_RELAXED") != NULL) == relaxed,
+              "%s %s: \"%s\" should %shave -DCLN_NV_RELAXED", cases[i].np->p.device_name,
+              cln_dtype_name(cases[i].dt), buf, relaxed ? "" : "not ");
     }
     /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
        the default does where the disk cache is on and keeps binaries: not on Rusticl. */
