@@ -195,8 +195,10 @@ clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words,
         next = 0;
     } else if (next + words > (pool < s->sync_size ? pool : s->sync_size)) {
         /* A fill on q, not a write from the host that returns once done: that would
-           stall the queue every few hundred calls. Calls before it on q have used the
-           old words; the kernel after it waits for its event (q may run out of order). */
+           stall the queue every few hundred calls. The calls that used the old words
+           are done before it runs (on an in-order queue by its order; a pooled buffer
+           comes back only once its call is done), and the kernel after it waits for
+           its event, as q may run out of order. */
         const cl_uint zero = 0;
         err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0, s->sync_size * sizeof(cl_uint),
                                   0, NULL, zeroed);
