@@ -140,23 +140,30 @@ CLN_INLINE ulong cln_coop_peek(volatile __global ulong *p)
 #define cln_coop_peek(p) (*(p))
 #endif
 
-/* The row's pairs merged into (*rm, *rl), read as they arrive, each pair until it is
-   no longer zero. With NVIDIA's shuffles the first warp reads and merges them all,
-   with one barrier to hand out the result, where a merge over the whole group takes
-   two: 4 % off a vocabulary row on the H200. */
+/* Pairs first, first + step, ... of the row merged into (*rm, *rl), each read until it
+   is no longer zero. */
+CLN_INLINE void cln_coop_read_pairs(volatile __global ulong *pairs, ulong slices, uint first,
+                                    uint step, float *rm, float *rl)
+{
+    for (ulong i = first; i < slices; i += step) {
+        ulong bits;
+        while (!(bits = cln_coop_peek(pairs + i)))
+            ;
+        const float2 p = as_float2(bits);
+        cln_merge(rm, rl, p.x, p.y);
+    }
+}
+
+/* The row's pairs merged into (*rm, *rl) in every work-item. With NVIDIA's shuffles
+   the first warp reads and merges them all, with one barrier to hand out the result,
+   where a merge over the whole group takes two: 4 % off a vocabulary row on the H200. */
 CLN_INLINE void cln_coop_merge_row(volatile __global ulong *pairs, ulong slices, uint lid,
                                    uint team, __local float *pair, float *rm, float *rl)
 {
 #if CLN_PATH == 2
     if (team % 32u == 0) {
         if (lid < 32u) {
-            for (ulong i = lid; i < slices; i += 32u) {
-                ulong bits;
-                while (!(bits = cln_coop_peek(pairs + i)))
-                    ;
-                const float2 p = as_float2(bits);
-                cln_merge(rm, rl, p.x, p.y);
-            }
+            cln_coop_read_pairs(pairs, slices, lid, 32u, rm, rl);
             cln_warp_pair(rm, rl, 32u);
             if (lid == 0) {
                 pair[0] = *rm;
@@ -169,13 +176,7 @@ CLN_INLINE void cln_coop_merge_row(volatile __global ulong *pairs, ulong slices,
         return;
     }
 #endif
-    for (ulong i = lid; i < slices; i += team) {
-        ulong bits;
-        while (!(bits = cln_coop_peek(pairs + i)))
-            ;
-        const float2 p = as_float2(bits);
-        cln_merge(rm, rl, p.x, p.y);
-    }
+    cln_coop_read_pairs(pairs, slices, lid, team, rm, rl);
     cln_pair(rm, rl, pair, pair + team, lid, lid, team);
 }
 

@@ -32,8 +32,7 @@ struct cln_scratch {
     size_t bytes;
     int held; /* bound: a call between acquire and release */
     int dropped; /* released by clnorm_release_cache while held: freed, not kept */
-    cl_mem sync;      /* the coop variant's words, created at its first call */
-    size_t sync_size; /* how many */
+    cl_mem sync;      /* the coop variant's CLN_SYNC_WORDS words, created at its first call */
     size_t sync_next; /* the first of them no call has used since they were zeroed */
     struct cln_scratch *next;
 };
@@ -191,16 +190,15 @@ clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words,
             s->sync = NULL;
             return cln_cl_fail(err, "creating the synchronisation words");
         }
-        s->sync_size = CLN_SYNC_WORDS;
         next = 0;
-    } else if (next + words > (pool < s->sync_size ? pool : s->sync_size)) {
+    } else if (next + words > pool) {
         /* A fill on q, not a write from the host that returns once done: that would
            stall the queue every few hundred calls. The calls that used the old words
            are done before it runs (on an in-order queue by its order; a pooled buffer
            comes back only once its call is done), and the kernel after it waits for
            its event, as q may run out of order. */
         const cl_uint zero = 0;
-        err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0, s->sync_size * sizeof(cl_uint),
+        err = clEnqueueFillBuffer(q, s->sync, &zero, sizeof zero, 0, CLN_SYNC_WORDS * sizeof(cl_uint),
                                   0, NULL, zeroed);
         if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueFillBuffer(synchronisation words)");
         next = 0;
