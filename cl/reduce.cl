@@ -36,12 +36,15 @@
 
 /* Weight of a value (or a part's maximum) x under the maximum m: exp(x - m), but 0 for
    an all -inf part and 1 for x == m == +inf, so -inf - (-inf) and inf - inf are never
-   formed. A NaN x gives NaN, which then poisons the sum as the contract wants. */
-CLN_INLINE float cln_w(float x, float m)
+   formed. A NaN x gives NaN, which then poisons the sum as the contract wants. With
+   host_exp (a constant argument, so the test folds away) float32 storage takes exp, as
+   the host's clnorm_stats_merge does, where NVIDIA's path would take exp2. */
+CLN_INLINE float cln_w_by(float x, float m, bool host_exp)
 {
     if (x == m) return m == -INFINITY ? 0.0f : 1.0f;
-    return CLN_EXP(x - m);
+    return host_exp && CLN_DTYPE == 0 ? exp(x - m) : CLN_EXP(x - m);
 }
+CLN_INLINE float cln_w(float x, float m) { return cln_w_by(x, m, false); }
 
 /* cln_w where m is known finite (a row-uniform test): x - m is then never inf - inf,
    and exp gives 1 at x == m, 0 at x == -inf and NaN at a NaN by itself. The register
@@ -49,12 +52,17 @@ CLN_INLINE float cln_w(float x, float m)
    element. */
 CLN_INLINE float cln_w_fin(float x, float m) { return CLN_EXP(x - m); }
 
-/* Merges part (mb, lb) into (m, l). fmax ignores NaN; a NaN maximum is carried by l. */
-CLN_INLINE void cln_merge(float *m, float *l, float mb, float lb)
+/* Merges part (mb, lb) into (m, l). fmax ignores NaN; a NaN maximum is carried by l.
+   host_exp: as in cln_w_by. */
+CLN_INLINE void cln_merge_by(float *m, float *l, float mb, float lb, bool host_exp)
 {
     float mm = fmax(*m, mb);
-    *l = *l * cln_w(*m, mm) + lb * cln_w(mb, mm);
+    *l = *l * cln_w_by(*m, mm, host_exp) + lb * cln_w_by(mb, mm, host_exp);
     *m = mm;
+}
+CLN_INLINE void cln_merge(float *m, float *l, float mb, float lb)
+{
+    cln_merge_by(m, l, mb, lb, false);
 }
 
 /* clnorm_stats_merge on the device (src/merge.c): cln_merge, except that a NaN in
@@ -64,7 +72,7 @@ CLN_INLINE void cln_merge(float *m, float *l, float mb, float lb)
 CLN_INLINE void cln_stats_merge(float *m, float *l, float mb, float lb)
 {
     const bool nan = isnan(*m) || isnan(*l) || isnan(mb) || isnan(lb);
-    cln_merge(m, l, mb, lb);
+    cln_merge_by(m, l, mb, lb, true);
     if (nan) *m = *l = NAN;
 }
 
