@@ -65,10 +65,10 @@ CLN_INLINE void cln_merge(float *m, float *l, float mb, float lb)
     cln_merge_by(m, l, mb, lb, false);
 }
 
-/* clnorm_stats_merge on the device (src/merge.c): cln_merge, except that a NaN in
-   either part gives (NaN, NaN) (fmax would drop it from m). The split plans' merge of
-   their partials and clnorm_stats_merge_rows both take it, so that the device's
-   merges and the host's agree. */
+/* clnorm_stats_merge on the device (src/merge.c): cln_merge with the host's exp,
+   except that a NaN in either part gives (NaN, NaN) (fmax would drop it from m). The
+   split plans' merge of their partials and clnorm_stats_merge_rows both take it, so
+   that the device's merges and the host's agree. */
 CLN_INLINE void cln_stats_merge(float *m, float *l, float mb, float lb)
 {
     const bool nan = isnan(*m) || isnan(*l) || isnan(mb) || isnan(lb);
