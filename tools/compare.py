@@ -22,9 +22,9 @@ import compare_attention
 
 GRID = [("softmax", 4096, 128, 1), ("softmax", 16384, 1024, 0), ("softmax", 4096, 4096, 1),
         ("softmax", 1024, 32768, 0), ("softmax", 64, 128256, 1), ("softmax", 8, 262144, 1),
-        ("softmax", 1, 1048576, 1), ("softmax", 32768, 8192, 0), ("rmsnorm", 1, 4096, 1),
-        ("rmsnorm", 64, 8192, 1), ("rmsnorm", 4096, 4096, 1), ("rmsnorm", 16384, 8192, 0),
-        ("rmsnorm", 8192, 16384, 0), ("rmsnorm", 65536, 1024, 1)]
+        ("softmax", 1, 1048576, 1), ("softmax", 32768, 8192, 0), ("softmax", 128, 151936, 0),
+        ("rmsnorm", 1, 4096, 1), ("rmsnorm", 64, 8192, 1), ("rmsnorm", 4096, 4096, 1),
+        ("rmsnorm", 16384, 8192, 0), ("rmsnorm", 8192, 16384, 0), ("rmsnorm", 65536, 1024, 1)]
 ES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
