@@ -379,6 +379,14 @@ CLNORM_API clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dty
                                                    const void *x, float *row_max,
                                                    float *row_sum);
 
+/*! clnorm_softmax_apply_host() : clnorm_softmax_apply on host arrays: x and y of
+ *  rows * cols elements, row_max and row_sum of rows floats (read only), for a
+ *  column shard written with the whole rows' statistics. */
+CLNORM_API clnorm_status clnorm_softmax_apply_host(clnorm_session *s, clnorm_dtype dtype,
+                                                   size_t rows, size_t cols,
+                                                   const void *x, const float *row_max,
+                                                   const float *row_sum, void *y);
+
 /*! clnorm_add_rmsnorm_host() : the fused add of clnorm_add_rmsnorm on host arrays.
  *  residual is read, and updated in place with h when update_residual is nonzero;
  *  it must not share memory with y. Refuses, beyond the common refusals: eps as

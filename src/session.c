@@ -168,6 +168,33 @@ fail:
     return st;
 }
 
+clnorm_status clnorm_softmax_apply_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
+                                        size_t cols, const void *x, const float *row_max,
+                                        const float *row_sum, void *y)
+{
+    size_t bytes = 0;
+    cl_mem bx = NULL, bm = NULL, bs = NULL;
+    clnorm_status st = cln_host_check(s, dtype, rows, cols, &bytes);
+    if (st) return st;
+    if (rows && (!x || !row_max || !row_sum || !y))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",
+                        !x ? "x" : !row_max ? "row_max" : !row_sum ? "row_sum" : "y");
+    if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_buffer(s, bytes, x, &bx, "x")) ||
+        (st = cln_buffer(s, rows * sizeof(float), row_max, &bm, "row_max")) ||
+        (st = cln_buffer(s, rows * sizeof(float), row_sum, &bs, "row_sum")))
+        goto fail;
+    clnorm_matrix v = {bx, 0, 0};
+    if ((st = clnorm_softmax_apply(s->queue, dtype, rows, cols, v, bm, bs, v, 0, NULL, NULL)))
+        goto fail;
+    st = cln_read(s, bx, bytes, y);
+fail:
+    if (bx) clReleaseMemObject(bx);
+    if (bm) clReleaseMemObject(bm);
+    if (bs) clReleaseMemObject(bs);
+    return st;
+}
+
 clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, size_t rows,
                                       size_t cols, const void *x, void *residual,
                                       int update_residual, const void *gamma, void *y,

@@ -158,6 +158,14 @@ static void check_host_refusals(void)
     REFUSED(clnorm_rmsnorm_host(s, CLNORM_F32, HR, 0, x, g, y, 1e-5f), INVALID, "cols");
     REFUSED(clnorm_softmax_host(s, CLNORM_F32, HR, 0, x, y, CLNORM_SOFTMAX_AUTO), INVALID, "cols");
     REFUSED(clnorm_softmax_stats_host(s, CLNORM_F32, HR, 0, x, m, l), INVALID, "cols");
+    REFUSED(clnorm_softmax_apply_host(NULL, CLNORM_F32, HR, HC, x, m, l, y), INVALID, "session");
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_F32, HR, HC, NULL, m, l, y), INVALID, "x");
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_F32, HR, HC, x, NULL, l, y), INVALID, "row_max");
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_F32, HR, HC, x, m, NULL, y), INVALID, "row_sum");
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_F32, HR, HC, x, m, l, NULL), INVALID, "y");
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_F32, HR, 0, x, m, l, y), INVALID, "cols");
+    REFUSED(clnorm_softmax_apply_host(s, (clnorm_dtype)7, HR, HC, x, m, l, y), INVALID, "dtype",
+            "7");
     REFUSED(clnorm_rmsnorm_host(s, (clnorm_dtype)7, HR, HC, x, g, y, 1e-5f), INVALID, "dtype", "7");
     REFUSED(clnorm_softmax_host(s, (clnorm_dtype)7, HR, HC, x, y, CLNORM_SOFTMAX_AUTO), INVALID, "dtype", "7");
     REFUSED(clnorm_softmax_host(s, CLNORM_F32, HR, HC, x, y, (clnorm_softmax_algo)9), INVALID, "algo", "9");
@@ -169,6 +177,7 @@ static void check_host_refusals(void)
             host_big);
     REFUSED(clnorm_rmsnorm_host(s, CLNORM_F32, 1, SIZE_MAX / 2, x, NULL, y, 1e-5f), host_big);
     REFUSED(clnorm_softmax_stats_host(s, CLNORM_F32, SIZE_MAX / 4 + 2, 1, x, m, l), host_big);
+    REFUSED(clnorm_softmax_apply_host(s, CLNORM_BF16, 3, SIZE_MAX / 4, x, m, l, y), host_big);
     CHECK(!memcmp(y, ypoison, sizeof y), "a refused host call wrote into y");
     REFUSED(clnorm_warmup(NULL), INVALID, "queue");
     clnorm_session_destroy(NULL);   /* a no-op */

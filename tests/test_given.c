@@ -1,7 +1,7 @@
 /* softmax_apply, stats_merge_rows, given_events, plan_apply: the functions of given
    statistics alone. apply against exp(x - m) / l in float64 with the float32
    statistics given (special pairs included), on views with poisoned padding, in
-   place, and every refusal writing nothing; merge_rows against the host's
+   place, through the host-array form too, and every refusal writing nothing; merge_rows against the host's
    clnorm_stats_merge on random and special pairs; both with wait lists and events;
    the plan of apply on model devices. */
 #include "test.h"
@@ -94,6 +94,22 @@ static void apply_case(clnorm_dtype dt, size_t rows, size_t cols, int inplace, i
     CHECK_ST(clnorm_softmax_apply(T.q, dt, rows, cols, (clnorm_matrix){xm, xo, xld}, mm, lm,
                                   (clnorm_matrix){ym, yo + xn + yn, yld}, 0, NULL, NULL),
              CLNORM_OUT_OF_BOUNDS);
+    /* The host-array form on packed rows, in place or not: the same values, and the
+       element past y untouched. */
+    const size_t n = rows * cols;
+    unsigned char *hx = malloc(n * es), *hy = malloc((n + 1) * es);
+    for (size_t e = 0; e < n; e++) put_el(hx, e, es, pack1(dt, x[e]));
+    dt_fill_bits(dt, hy, n + 1, poison_of(dt));
+    unsigned char *hout = inplace ? hx : hy;
+    if (CHECK_ST(clnorm_softmax_apply_host(T.s, dt, rows, cols, hx, m, l, hout),
+                 CLNORM_SUCCESS)) {
+        for (size_t e = 0; e < n; e++) got[e] = unpack1(dt, get_el(hout, e, es));
+        char hlabel[160];
+        snprintf(hlabel, sizeof hlabel, "%s (host arrays)", label);
+        COMPARE(hlabel, got, want, rows, cols, tol_rel(dt, cols), tol_abs(dt));
+        CHECK(get_el(hy, n, es) == poison_of(dt), "%s: the host form wrote past y", hlabel);
+    }
+    free(hx), free(hy);
     unsigned char *after = malloc((inplace ? xn : yn) * es);
     if (t_read(T.q, ym, (inplace ? xn : yn) * es, after))
         CHECK(!memcmp(after, yb, (inplace ? xn : yn) * es), "%s: a refused call wrote y", label);

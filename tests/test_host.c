@@ -1,4 +1,5 @@
-/* host_api: the session accessors and the three host-array functions, in place too.
+/* host_api: the session accessors and the host-array functions, in place too (the
+   apply form is checked with the device form, in softmax_apply).
    warmup_release: warm-up, then dropping the kernel cache and working again. */
 #include "test.h"
 
@@ -72,6 +73,7 @@ void test_host_api(void)
     CHECK_ST(clnorm_rmsnorm_host(T.s, CLNORM_F32, 0, 4, x, NULL, y, 1e-5f), CLNORM_SUCCESS);
     CHECK_ST(clnorm_softmax_host(T.s, CLNORM_F32, 0, 4, x, y, CLNORM_SOFTMAX_AUTO), CLNORM_SUCCESS);
     CHECK_ST(clnorm_softmax_stats_host(T.s, CLNORM_F32, 0, 4, x, m, l), CLNORM_SUCCESS);
+    CHECK_ST(clnorm_softmax_apply_host(T.s, CLNORM_F32, 0, 4, x, m, l, y), CLNORM_SUCCESS);
     unsigned char cd[sizeof y];
     memset(cd, 0xCD, sizeof cd);
     CHECK(!memcmp(y, cd, sizeof y) && !memcmp(m, cd, 4) && !memcmp(l, cd, 4),
