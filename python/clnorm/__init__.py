@@ -26,7 +26,8 @@ from ._cl import list_devices as _list_devices
 from ._lib import ArgumentError, ArgumentTypeError, Error, Matrix, library_path
 
 __all__ = [
-    "softmax", "rmsnorm", "add_rmsnorm", "softmax_stats", "stats_merge", "devices",
+    "softmax", "rmsnorm", "add_rmsnorm", "softmax_stats", "stats_merge", "softmax_apply",
+    "devices",
     "Session", "Device", "Error", "ArgumentError", "ArgumentTypeError",
     "default_session", "library_path", "library_version", "__version__",
 ]
@@ -239,6 +240,30 @@ def _np_softmax_stats(s, x):
     _L.check(_L.clnorm_softmax_stats_host(s._ptr(), code, rows, cols, xp.ctypes.data,
                                           m.ctypes.data, l.ctypes.data))
     return m, l
+
+
+def _np_stats_in(v, name, rows):
+    """A statistics vector for numpy x: float32 of shape (rows,), packed."""
+    if not isinstance(v, np.ndarray):
+        raise ArgumentTypeError(
+            f"{name} is a {type(v).__name__}; with numpy x it must be a numpy array")
+    if v.dtype != _F32:
+        raise ArgumentTypeError(
+            f"{name}.dtype is {v.dtype}; statistics are float32 ({name}.astype(numpy.float32))")
+    if v.shape != (rows,):
+        raise ArgumentError(f"{name} has shape {v.shape}; it must be (rows,) = ({rows},)")
+    return np.ascontiguousarray(v)
+
+
+def _np_softmax_apply(s, x, row_max, row_sum, out):
+    rows, cols, code, xp = _np_in(x, "x")
+    m = _np_stats_in(row_max, "row_max", rows)
+    l = _np_stats_in(row_sum, "row_sum", rows)
+    y, yp = _np_out(out, x)
+    _L.check(_L.clnorm_softmax_apply_host(s._ptr(), code, rows, cols, xp.ctypes.data,
+                                          m.ctypes.data, l.ctypes.data, yp.ctypes.data))
+    _np_writeback(y, yp)
+    return y
 
 
 # ---- pyopencl arrays: the device-buffer functions on the array's queue -------------
@@ -476,6 +501,53 @@ def _cl_softmax_stats(x, out, wait_for):
     return m, l
 
 
+def _cl_stats_in(v, name, rows, q, x):
+    """(cl_mem of a statistics vector: rows floats at offset 0 as the library reads
+    them, the array holding it) for pyopencl x."""
+    if isinstance(v, np.ndarray):
+        # Host statistics are uploaded for this call (rows floats).
+        d = _cl_array.to_device(q, _np_stats_in(v, name, rows), allocator=x.allocator)
+    elif _is_cl(v):
+        if v.dtype != _F32 or tuple(v.shape) != (rows,):
+            raise ArgumentError(
+                f"{name} is {v.dtype} of shape {tuple(v.shape)}; it must be float32 of "
+                f"shape ({rows},)")
+        d = v
+        if v.offset != 0 or (rows > 1 and v.strides[0] != 4):
+            # The library reads the statistics at offset 0 of their buffers: a view
+            # elsewhere is copied on the device (rows floats).
+            d = v.copy(queue=q)
+    else:
+        raise ArgumentTypeError(
+            f"{name} is a {type(v).__name__}; it must be a numpy array or a "
+            "pyopencl.array.Array")
+    mem = getattr(d.base_data, "int_ptr", None)
+    if mem is None:
+        raise ArgumentTypeError(f"{name} is not backed by a cl_mem buffer")
+    return mem, d
+
+
+def _cl_softmax_apply(x, row_max, row_sum, out, wait_for):
+    mx, rows, cols, code = _cl_view(x, "x")
+    q = _cl_queue(x)
+    y, my = _cl_out(out, x, q, cols)
+    if not rows:
+        return y
+    m, dm = _cl_stats_in(row_max, "row_max", rows, q, x)
+    l, dl = _cl_stats_in(row_sum, "row_sum", rows, q, x)
+    waits = x.events + dm.events + dl.events
+    if y is not x:
+        waits = waits + y.events
+    n, wl = _wait_list(waits, wait_for)
+    ev = c_void_p()
+    st = _L.clnorm_softmax_apply(q.int_ptr, code, rows, cols, mx, m, l, my, n, wl,
+                                 byref(ev))
+    if st:
+        _L.raise_status(st)
+    y.add_event(_cl_event.from_int_ptr(ev.value, retain=False))
+    return y
+
+
 def _no_wait_for(wait_for):
     if wait_for:
         raise ArgumentTypeError("wait_for applies to pyopencl arrays only; x is numpy")
@@ -609,6 +681,13 @@ class Session:
             raise ArgumentTypeError("out applies to pyopencl arrays only in softmax_stats")
         return _np_softmax_stats(self, x)
 
+    def softmax_apply(self, x, row_max, row_sum, *, out=None, wait_for=None):
+        """clnorm.softmax_apply on this session's device; see its documentation."""
+        if _is_cl(x):
+            return _cl_softmax_apply(x, row_max, row_sum, out, wait_for)
+        _no_wait_for(wait_for)
+        return _np_softmax_apply(self, x, row_max, row_sum, out)
+
 
 _default = None
 _default_lock = threading.Lock()
@@ -710,6 +789,25 @@ def softmax_stats(x, *, out=None, wait_for=None):
     if out is not None:
         raise ArgumentTypeError("out applies to pyopencl arrays only in softmax_stats")
     return _np_softmax_stats(default_session(), x)
+
+
+def softmax_apply(x, row_max, row_sum, *, out=None, wait_for=None):
+    """Softmax of rows with their statistics given: y[r, j] = exp(x[r, j] -
+    row_max[r]) / row_sum[r]. With the whole rows' statistics (each column shard's
+    softmax_stats merged with stats_merge), a column shard gets what softmax of the
+    whole rows writes there: the last step of a softmax sharded across devices or
+    processes.
+
+    x, out, wait_for: as for softmax. row_max, row_sum: 1-D float32 arrays of rows
+    elements; numpy, or for pyopencl x pyopencl arrays (or numpy ones, uploaded for
+    the call). Given statistics, special values follow the contract: (-inf, 0) gives
+    zeros; a NaN statistic gives NaN; row_max = +inf gives 1/row_sum at the +inf
+    entries and 0 elsewhere. Returns y.
+    """
+    if _is_cl(x):
+        return _cl_softmax_apply(x, row_max, row_sum, out, wait_for)
+    _no_wait_for(wait_for)
+    return _np_softmax_apply(default_session(), x, row_max, row_sum, out)
 
 
 def _merge_weight(mp, m):

@@ -106,6 +106,8 @@ clnorm_softmax = _declare("clnorm_softmax", c_int,
                           [P, c_int, c_size_t, c_size_t, Matrix, Matrix, c_int] + WAIT)
 clnorm_softmax_stats = _declare("clnorm_softmax_stats", c_int,
                                 [P, c_int, c_size_t, c_size_t, Matrix, P, P] + WAIT)
+clnorm_softmax_apply = _declare("clnorm_softmax_apply", c_int,
+                                [P, c_int, c_size_t, c_size_t, Matrix, P, P, Matrix] + WAIT)
 clnorm_add_rmsnorm = _declare(
     "clnorm_add_rmsnorm", c_int,
     [P, c_int, c_size_t, c_size_t, Matrix, Matrix, c_int, P, Matrix, c_float] + WAIT)
@@ -124,6 +126,8 @@ clnorm_softmax_host = _declare("clnorm_softmax_host", c_int,
                                [P, c_int, c_size_t, c_size_t, P, P, c_int])
 clnorm_softmax_stats_host = _declare("clnorm_softmax_stats_host", c_int,
                                      [P, c_int, c_size_t, c_size_t, P, P, P])
+clnorm_softmax_apply_host = _declare("clnorm_softmax_apply_host", c_int,
+                                     [P, c_int, c_size_t, c_size_t, P, P, P, P])
 clnorm_add_rmsnorm_host = _declare(
     "clnorm_add_rmsnorm_host", c_int,
     [P, c_int, c_size_t, c_size_t, P, P, c_int, P, P, c_float])

@@ -287,3 +287,72 @@ def test_bfloat16_is_covered():
     from conftest import BF16
     if BF16 is None:
         pytest.skip("ml_dtypes is not installed: bfloat16 is not tested")
+
+
+def _shard_rows(rng, dtype, rows, cols):
+    """Random rows with, where the shape allows, the sharded cases' special rows: one of
+    only -inf, a NaN in one shard, +inf entries far apart (in two shards), and a left
+    half of -inf (a shard all -inf)."""
+    x = inputs(rng, (rows, cols), dtype)
+    if cols >= 8:
+        x[0, :] = -np.inf
+        x[1, 3] = np.nan
+        x[2, 1] = np.inf
+        x[2, cols - 2] = np.inf
+        x[3, :cols // 2] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("cols,cuts", [(1, ()), (2, (1,)), (300, (1, 120, 299)),
+                                       (4097, (7, 4000)), (65537, (32768,))],
+                         ids=["1", "2-of-1", "300-uneven", "4097-uneven", "65537-halves"])
+def test_sharded_softmax_through_apply(cols, cuts, dtype):
+    """Column shards: each shard's statistics, merged, then each shard written with
+    softmax_apply into a column slice of one output: the whole rows' softmax."""
+    rng = np.random.default_rng(13)
+    x = _shard_rows(rng, dtype, 6, cols)
+    bounds = [0, *cuts, cols]
+    m = np.full(6, -np.inf, np.float32)
+    l = np.zeros(6, np.float32)
+    for a, b in zip(bounds, bounds[1:]):
+        pm, pl = clnorm.softmax_stats(x[:, a:b])
+        m, l = clnorm.stats_merge(m, l, pm, pl)
+    y = np.full((6, cols + 2), POISON, dtype)
+    for a, b in zip(bounds, bounds[1:]):
+        out = y[:, a:b]
+        assert clnorm.softmax_apply(x[:, a:b], m, l, out=out) is out
+    assert_close(y[:, :cols], softmax_ref(x), dtype, f"sharded at {cuts}")
+    assert (y[:, cols:] == POISON).all(), "softmax_apply wrote past its shard"
+
+
+def test_softmax_apply_special_statistics(session):
+    """Given statistics as the contract says: (-inf, 0) gives zeros, a NaN statistic
+    NaN, +inf as the maximum 1/l at the +inf entries; in place, on a session."""
+    x = np.array([[1, 2, 3], [1, 2, 3], [1, 2, 3], [np.inf, 0, np.inf], [0, 1, 2]],
+                 np.float32)
+    m = np.array([-np.inf, np.nan, 3, np.inf, 2], np.float32)
+    l = np.array([0, 1, np.nan, 2, 4], np.float32)
+    want = np.zeros((5, 3))
+    want[1] = want[2] = np.nan
+    want[3] = [0.5, 0, 0.5]
+    want[4] = np.exp(np.array([0.0, 1, 2]) - 2) / 4
+    y = session.softmax_apply(x, m, l, out=x)
+    assert y is x
+    assert_close(y, want, np.float32, "special statistics")
+
+
+def test_softmax_apply_refusals():
+    x = np.ones((3, 5), np.float32)
+    m, l = np.zeros(3, np.float32), np.ones(3, np.float32)
+    with pytest.raises(clnorm.ArgumentTypeError, match="row_max.dtype is float64"):
+        clnorm.softmax_apply(x, m.astype(np.float64), l)
+    with pytest.raises(clnorm.ArgumentError, match=r"row_sum has shape \(2,\)"):
+        clnorm.softmax_apply(x, m, l[:2])
+    with pytest.raises(clnorm.ArgumentTypeError, match="row_max is a list"):
+        clnorm.softmax_apply(x, [0.0, 0.0, 0.0], l)
+    with pytest.raises(clnorm.ArgumentTypeError, match="wait_for"):
+        clnorm.softmax_apply(x, m, l, wait_for=[object()])
+    y = clnorm.softmax_apply(x, m, l)
+    assert_close(y, np.full((3, 5), np.e), np.float32, "exp(1 - 0) / 1")
+    assert clnorm.softmax_apply(np.ones((0, 4), np.float32), np.zeros(0, np.float32),
+                                np.zeros(0, np.float32)).shape == (0, 4)

@@ -221,3 +221,59 @@ def test_threads_on_one_queue_and_own_queues(cl, queue):
     for t in ts:
         t.join()
     assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("cols,cuts", [(2, (1,)), (1000, (1, 333, 999)), (65537, (32768,))],
+                         ids=["2-of-1", "1000-uneven", "65537-halves"])
+def test_sharded_softmax_through_apply(cl, queue, cols, cuts, dtype):
+    """Device shards: statistics on the device, merged on the host, each shard
+    written by softmax_apply into a view of a poisoned output (statistics given as
+    numpy arrays for some shards, device arrays for the others): the whole rows'
+    softmax, nothing outside the views written."""
+    rng = np.random.default_rng(29)
+    x = inputs(rng, (5, cols), dtype)
+    if cols >= 8:
+        x[0, :] = -np.inf
+        x[1, 3] = np.nan
+        x[2, 0] = x[2, cols - 1] = np.inf
+    bounds = [0, *cuts, cols]
+    shards = [dev(cl, queue, x[:, a:b]) for a, b in zip(bounds, bounds[1:])]
+    m = np.full(5, -np.inf, np.float32)
+    l = np.zeros(5, np.float32)
+    for d in shards:
+        pm, pl = clnorm.softmax_stats(d)
+        m, l = clnorm.stats_merge(m, l, pm.get(), pl.get())
+    dm, dl = dev(cl, queue, m), dev(cl, queue, l)
+    out, dbig, big, sl = view_in(cl, queue, np.full(x.shape, POISON, dtype))
+    for i, ((a, b), d) in enumerate(zip(zip(bounds, bounds[1:]), shards)):
+        y = out[:, a:b]
+        r = clnorm.softmax_apply(d, m, l, out=y) if i % 2 else \
+            clnorm.softmax_apply(d, dm, dl, out=y)
+        assert r is y and r.events
+    queue.finish()
+    assert_close(read(dbig, sl), softmax_ref(x), dtype, f"device shards at {cuts}")
+    assert outside_untouched(dbig, big, sl)
+
+
+def test_softmax_apply_device_statistics_views(cl, queue):
+    """Statistics read from views at an offset (copied for the call), in place, with
+    wait_for; refusals name the argument."""
+    x = inputs(np.random.default_rng(30), (4, 77), np.float32)
+    rm, rl = stats_ref(x)
+    big = np.full((2, 6), np.nan, np.float32)
+    big[0, 2:] = rm
+    big[1, 2:] = rl
+    dbig = dev(cl, queue, big)
+    dx = dev(cl, queue, x)
+    gate = cl.UserEvent(queue.context)
+    y = clnorm.softmax_apply(dx, dbig[0, 2:], dbig[1, 2:], out=dx, wait_for=[gate])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    assert y is dx
+    assert_close(y.get(), softmax_ref(x), np.float32, "statistics at an offset")
+    with pytest.raises(clnorm.ArgumentError, match="row_sum is float32 of shape"):
+        clnorm.softmax_apply(dx, dbig[0, 2:], dbig[1, 3:])
+    with pytest.raises(clnorm.ArgumentTypeError, match="row_max is a tuple"):
+        clnorm.softmax_apply(dx, (1, 2), dbig[1, 2:])
+    e = cl.array.empty(queue, (0, 5), np.float32)
+    assert clnorm.softmax_apply(e, np.zeros(0, np.float32), np.zeros(0, np.float32)).shape \
+        == (0, 5)
