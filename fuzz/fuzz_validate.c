@@ -422,6 +422,7 @@ static void host_call(fz *f, int fn)
                   *g = malloc(gcap + 64);
     float *m = malloc(rows < 16384 ? rows * 4 + 64 : 64), *l = malloc(rows < 16384 ? rows * 4 + 64 : 64);
     for (size_t i = 0; i < cap + 64; i++) x[i] = y[i] = r[i] = (unsigned char)(i * 13);
+    for (size_t i = 0; i < (rows < 16384 ? rows : 0); i++) m[i] = 0.0f, l[i] = 1.0f;
     for (size_t i = 0; i < cap / es; i++) { /* plain finite values */
         float v = (float)(i % 7) - 3.0f;
         if (dt == CLNORM_F32) memcpy(x + 4 * i, &v, 4);
@@ -439,18 +440,19 @@ static void host_call(fz *f, int fn)
     unsigned maybe = 0, bad_enum = ((fn == 4 || fn == 7) && (!(eps >= 0.0f) || isinf(eps))) ||
                                    (fn == 5 && (algo < 0 || algo > 2));
     if (rows && !prob) {
-        if (!px || (fn != 6 && !py) || (fn == 7 && !pr) || (fn == 6 && (!pm || !pl)))
+        if (!px || (fn != 6 && !py) || (fn == 7 && !pr) || ((fn == 6 || fn == 8) && (!pm || !pl)))
             prob |= BIT(CLNORM_INVALID_ARGUMENT);
         if (bad_enum) prob |= BIT(CLNORM_INVALID_ARGUMENT);
     }
     if (!rows && bad_enum) maybe |= BIT(CLNORM_INVALID_ARGUMENT);
-    if (rows && rows >= 16384 && fn == 6 && !prob) goto out; /* stats arrays too big here */
+    if (rows && rows >= 16384 && (fn == 6 || fn == 8) && !prob) goto out; /* stats too big here */
     clnorm_status st;
     switch (fn) {
     case 4: st = clnorm_rmsnorm_host(s, (clnorm_dtype)dt, rows, cols, px, pg, py, eps); break;
     case 5: st = clnorm_softmax_host(s, (clnorm_dtype)dt, rows, cols, px, py,
                                      (clnorm_softmax_algo)algo); break;
     case 6: st = clnorm_softmax_stats_host(s, (clnorm_dtype)dt, rows, cols, px, pm, pl); break;
+    case 8: st = clnorm_softmax_apply_host(s, (clnorm_dtype)dt, rows, cols, px, pm, pl, py); break;
     default: st = clnorm_add_rmsnorm_host(s, (clnorm_dtype)dt, rows, cols, px, pr, nulls & 64, pg,
                                           py, eps); break;
     }
@@ -471,7 +473,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz f = {data, size};
-    int fn = fz_u8(&f) % 8;
+    int fn = fz_u8(&f) % 9;
     if (fn < 4) device_call(&f, fn);
     else host_call(&f, fn);
     clnorm_set_thread_hints(NULL);

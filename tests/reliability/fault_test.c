@@ -242,6 +242,28 @@ static int verify_stats(const float *x, const float *m, const float *l, clnorm_d
 
 static int verify_stats_host(fx *f) { return verify_stats(f->x, f->m, f->l, CLNORM_BF16); }
 
+/* A column shard written with given statistics: the rounded rows' own, in float32. */
+static clnorm_status act_apply_host(fx *f)
+{
+    float xr[R * C];
+    double wm[R], wl[R];
+    rel_pack(CLNORM_BF16, f->x, f->xh, R * C);
+    for (int i = 0; i < R * C; i++) xr[i] = rel_round(CLNORM_BF16, f->x[i]);
+    rel_ref_stats(xr, R, C, wm, wl);
+    for (int r = 0; r < R; r++) f->m[r] = (float)wm[r], f->l[r] = (float)wl[r];
+    return clnorm_softmax_apply_host(f->s, CLNORM_BF16, R, C, f->xh, f->m, f->l, f->yh);
+}
+
+static int verify_apply_host(fx *f)
+{
+    float xr[R * C], y[R * C];
+    double want[R * C];
+    for (int i = 0; i < R * C; i++) xr[i] = rel_round(CLNORM_BF16, f->x[i]);
+    rel_ref_softmax(xr, R, C, want);
+    rel_unpack(CLNORM_BF16, f->yh, y, R * C);
+    return close_all(y, want, R * C, CLNORM_BF16);
+}
+
 /* Device calls: enqueue with an event, wait, release it. */
 static clnorm_status finish(clnorm_status st, const cl_event *evp)
 {
@@ -328,6 +350,7 @@ static const scenario scenarios[] = {
     {"rmsnorm_host f32", NULL, 0, act_rms_host, verify_rms_host},
     {"add_rmsnorm_host f16", NULL, 0, act_add_host, verify_add_host},
     {"softmax_stats_host bf16", NULL, 0, act_stats_host, verify_stats_host},
+    {"softmax_apply_host bf16", NULL, 0, act_apply_host, verify_apply_host},
     {"softmax 3-pass split (3 kernels)", force_split, 0, act_sm3, verify_softmax},
     {"softmax online split (2 kernels)", force_split, 0, act_smo, verify_softmax},
     {"softmax_stats split", force_split, 0, act_stats_dev, verify_stats_dev},
