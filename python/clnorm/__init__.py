@@ -27,7 +27,7 @@ from ._lib import ArgumentError, ArgumentTypeError, Error, Matrix, library_path
 
 __all__ = [
     "softmax", "rmsnorm", "add_rmsnorm", "softmax_stats", "stats_merge", "softmax_apply",
-    "devices",
+    "softmax_sharded", "devices",
     "Session", "Device", "Error", "ArgumentError", "ArgumentTypeError",
     "default_session", "library_path", "library_version", "__version__",
 ]
@@ -808,6 +808,118 @@ def softmax_apply(x, row_max, row_sum, *, out=None, wait_for=None):
         return _cl_softmax_apply(x, row_max, row_sum, out, wait_for)
     _no_wait_for(wait_for)
     return _np_softmax_apply(default_session(), x, row_max, row_sum, out)
+
+
+def _shard_rows_check(i, rows, dt, rows0, dt0):
+    if i and (rows != rows0 or dt != dt0):
+        raise ArgumentError(
+            f"shards[{i}] holds {rows} rows of {dt} but shards[0] {rows0} rows of {dt0}: "
+            "every shard must hold the same rows in the same dtype")
+
+
+def _np_softmax_sharded(shards, outs, sessions):
+    n = len(shards)
+    if sessions is None:
+        sessions = [default_session()] * n
+    else:
+        sessions = list(sessions)
+        if len(sessions) != n:
+            raise ArgumentError(f"sessions has {len(sessions)} entries for {n} shards")
+        for i, se in enumerate(sessions):
+            if not isinstance(se, Session):
+                raise ArgumentTypeError(
+                    f"sessions[{i}] is a {type(se).__name__}; it must be a clnorm.Session")
+    # Every argument is checked before any device work, so a refused request writes
+    # no shard.
+    parts = []
+    for i, (x, o) in enumerate(zip(shards, outs)):
+        rows, cols, code, xp = _np_in(x, f"shards[{i}]")
+        _shard_rows_check(i, rows, x.dtype, parts[0][2] if parts else rows,
+                          shards[0].dtype)
+        y, yp = _np_out(o, x, f"out[{i}]")
+        parts.append((xp, cols, rows, code, y, yp))
+    rows = parts[0][2]
+    m = np.full(rows, -np.inf, _F32)
+    l = np.zeros(rows, _F32)
+    for se, (xp, cols, _, code, _, _) in zip(sessions, parts):
+        pm, pl = np.empty(rows, _F32), np.empty(rows, _F32)
+        _L.check(_L.clnorm_softmax_stats_host(se._ptr(), code, rows, cols, xp.ctypes.data,
+                                              pm.ctypes.data, pl.ctypes.data))
+        m, l = stats_merge(m, l, pm, pl)
+    for se, (xp, cols, _, code, y, yp) in zip(sessions, parts):
+        _L.check(_L.clnorm_softmax_apply_host(se._ptr(), code, rows, cols, xp.ctypes.data,
+                                              m.ctypes.data, l.ctypes.data,
+                                              yp.ctypes.data))
+        _np_writeback(y, yp)
+    return [p[4] for p in parts], (m, l)
+
+
+def _cl_softmax_sharded(shards, outs):
+    n = len(shards)
+    arr = (_L.Shard * n)()
+    ys, waits = [], []
+    rows0 = code0 = None
+    for i, (x, o) in enumerate(zip(shards, outs)):
+        mx, rows, cols, code = _cl_view(x, f"shards[{i}]")
+        if i == 0:
+            rows0, code0 = rows, code
+        _shard_rows_check(i, rows, x.dtype, rows0, shards[0].dtype)
+        q = _cl_queue(x)
+        y, my = _cl_out(o, x, q, cols)
+        arr[i].queue, arr[i].cols, arr[i].x, arr[i].y = q.int_ptr, cols, mx, my
+        ys.append(y)
+        waits += x.events if y is x else x.events + y.events
+    m, l = np.empty(rows0, _F32), np.empty(rows0, _F32)
+    if not rows0:
+        return ys, (m, l)
+    # The library's call takes no wait lists: what is pending on the arrays ends first
+    # (one event at a time: the shards' events may belong to different contexts).
+    for e in waits:
+        e.wait()
+    _L.check(_L.clnorm_softmax_sharded(code0, rows0, n, arr, m.ctypes.data, l.ctypes.data))
+    return ys, (m, l)
+
+
+def softmax_sharded(shards, *, out=None, sessions=None, stats=False):
+    """Softmax over the columns of the shards concatenated in order: rows held as
+    column shards, on one device or several (clnorm_softmax_sharded). Each shard's
+    statistics are taken on its device, merged on the host, and every shard is then
+    written with the whole rows' statistics, so each gets what softmax of the whole
+    rows writes there.
+
+    shards: a list of 2-D arrays holding the same rows in the same dtype, as for
+    softmax; all pyopencl arrays (each on its own queue: any mix of queues, devices
+    and platforms) or all numpy arrays. sessions (numpy only): the clnorm.Session of
+    each shard (default: the default session for all). out: None, or a list of one
+    array per shard as softmax's out (a shard itself for in place). A refused request
+    writes no shard. The call blocks until every shard is written (pyopencl arrays'
+    pending events end first).
+
+    Returns the list of outputs; with stats=True, (outputs, (row_max, row_sum)), the
+    whole rows' statistics as numpy float32 arrays (for a loss, log(row_sum) + row_max
+    - x[target]).
+    """
+    if isinstance(shards, (np.ndarray, str)) or _is_cl(shards):
+        raise ArgumentTypeError("shards must be a list of arrays, one per column shard")
+    shards = list(shards)
+    n = len(shards)
+    if n == 0:
+        raise ArgumentError("shards is empty: there must be at least one column shard")
+    outs = [None] * n if out is None else list(out)
+    if len(outs) != n:
+        raise ArgumentError(f"out has {len(outs)} arrays for {n} shards")
+    kinds = {bool(_is_cl(a)) for a in shards}
+    if len(kinds) > 1:
+        raise ArgumentTypeError(
+            "shards mix numpy and pyopencl arrays; they must be all of one kind")
+    if kinds == {True}:
+        if sessions is not None:
+            raise ArgumentTypeError("sessions applies to numpy shards only; pyopencl "
+                                    "shards run on their own queues")
+        ys, st = _cl_softmax_sharded(shards, outs)
+    else:
+        ys, st = _np_softmax_sharded(shards, outs, sessions)
+    return (ys, st) if stats else ys
 
 
 def _merge_weight(mp, m):

@@ -8,7 +8,7 @@ import glob
 import os
 import sys
 
-__all__ = ["lib", "library_path", "Matrix", "Error", "ArgumentError",
+__all__ = ["lib", "library_path", "Matrix", "Shard", "Error", "ArgumentError",
            "ArgumentTypeError", "check", "raise_status"]
 
 c_void_p = ctypes.c_void_p
@@ -22,6 +22,11 @@ c_char_p = ctypes.c_char_p
 class Matrix(ctypes.Structure):
     """clnorm_matrix: element (r, c) is at index offset + r*ld + c of mem."""
     _fields_ = [("mem", c_void_p), ("offset", c_size_t), ("ld", c_size_t)]
+
+
+class Shard(ctypes.Structure):
+    """clnorm_shard: one column shard of the same rows on its own queue."""
+    _fields_ = [("queue", c_void_p), ("cols", c_size_t), ("x", Matrix), ("y", Matrix)]
 
 
 def _package_copies():
@@ -108,6 +113,8 @@ clnorm_softmax_stats = _declare("clnorm_softmax_stats", c_int,
                                 [P, c_int, c_size_t, c_size_t, Matrix, P, P] + WAIT)
 clnorm_softmax_apply = _declare("clnorm_softmax_apply", c_int,
                                 [P, c_int, c_size_t, c_size_t, Matrix, P, P, Matrix] + WAIT)
+clnorm_softmax_sharded = _declare("clnorm_softmax_sharded", c_int,
+                                  [c_int, c_size_t, c_size_t, P, P, P])
 clnorm_add_rmsnorm = _declare(
     "clnorm_add_rmsnorm", c_int,
     [P, c_int, c_size_t, c_size_t, Matrix, Matrix, c_int, P, Matrix, c_float] + WAIT)

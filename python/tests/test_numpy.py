@@ -356,3 +356,53 @@ def test_softmax_apply_refusals():
     assert_close(y, np.full((3, 5), np.e), np.float32, "exp(1 - 0) / 1")
     assert clnorm.softmax_apply(np.ones((0, 4), np.float32), np.zeros(0, np.float32),
                                 np.zeros(0, np.float32)).shape == (0, 4)
+
+
+@pytest.fixture(scope="module")
+def second_session(session):
+    """A session on another device where there is one (PoCL beside Rusticl or
+    NVIDIA), else a second session on the same device."""
+    others = [d for d in clnorm.devices() if d.spec != session.spec]
+    s = clnorm.Session(others[0] if others else session.spec)
+    yield s
+    s.close()
+
+
+def test_softmax_sharded_over_two_sessions(session, second_session, dtype):
+    """Shards alternating between two sessions (two devices where the machine has
+    them), special rows, a 1-column shard, the statistics returned."""
+    rng = np.random.default_rng(14)
+    x = _shard_rows(rng, dtype, 7, 3001)
+    bounds = [0, 1, 1000, 2999, 3001]
+    shards = [x[:, a:b] for a, b in zip(bounds, bounds[1:])]
+    outs = [np.full(s.shape, POISON, dtype) for s in shards]
+    ys, (m, l) = clnorm.softmax_sharded(
+        shards, out=outs, sessions=[session, second_session] * 2, stats=True)
+    assert all(y is o for y, o in zip(ys, outs))
+    assert_close(np.concatenate(ys, axis=1), softmax_ref(x), dtype, "sharded over sessions")
+    rm, rl = stats_ref(x)
+    assert_close(m, rm, np.float32, "row_max")
+    assert_close(l, rl, np.float32, "row_sum")
+    # In place, on the default session.
+    z = x.copy()
+    parts = [z[:, :5], z[:, 5:]]
+    assert clnorm.softmax_sharded(parts, out=parts)[1] is parts[1]
+    assert_close(z, softmax_ref(x), dtype, "sharded in place")
+
+
+def test_softmax_sharded_refusals_write_nothing(session):
+    x = np.ones((3, 10), np.float32)
+    outs = [np.full((3, 4), POISON, np.float32), np.full((3, 6), POISON, np.float32)]
+    with pytest.raises(clnorm.ArgumentError, match=r"shards\[1\] holds 2 rows"):
+        clnorm.softmax_sharded([x[:, :4], x[:2, 4:]], out=outs)
+    with pytest.raises(clnorm.ArgumentError, match=r"shards\[1\] holds 3 rows of float16"):
+        clnorm.softmax_sharded([x[:, :4], x[:, 4:].astype(np.float16)], out=outs)
+    with pytest.raises(clnorm.ArgumentError, match=r"out\[1\]"):
+        clnorm.softmax_sharded([x[:, :4], x[:, 4:]], out=[outs[0], outs[0]])
+    with pytest.raises(clnorm.ArgumentError, match="empty"):
+        clnorm.softmax_sharded([])
+    with pytest.raises(clnorm.ArgumentError, match="sessions has 1 entries for 2 shards"):
+        clnorm.softmax_sharded([x[:, :4], x[:, 4:]], sessions=[session])
+    with pytest.raises(clnorm.ArgumentTypeError, match="list of arrays"):
+        clnorm.softmax_sharded(x)
+    assert all((o == POISON).all() for o in outs), "a refused request wrote a shard"

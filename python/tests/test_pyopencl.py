@@ -277,3 +277,33 @@ def test_softmax_apply_device_statistics_views(cl, queue):
     e = cl.array.empty(queue, (0, 5), np.float32)
     assert clnorm.softmax_apply(e, np.zeros(0, np.float32), np.zeros(0, np.float32)).shape \
         == (0, 5)
+
+
+def test_softmax_sharded_across_contexts(cl, queue, session, dtype):
+    """Device shards on the session's queue and on a context of pyopencl's own, with
+    an output view in a poisoned buffer: clnorm_softmax_sharded over mixed contexts."""
+    rng = np.random.default_rng(31)
+    x = inputs(rng, (5, 2049), dtype)
+    x[0, :] = -np.inf
+    x[1, 7] = np.nan
+    x[2, 0] = x[2, 2048] = np.inf
+    ctx2 = cl.Context([session.queue.device])
+    q2 = cl.CommandQueue(ctx2)
+    bounds = [0, 1, 1024, 2049]
+    queues = [queue, q2, queue]
+    shards = [cl.array.to_device(qq, np.ascontiguousarray(x[:, a:b]))
+              for qq, (a, b) in zip(queues, zip(bounds, bounds[1:]))]
+    view, dbig, big, sl = view_in(cl, q2, np.full((5, 1023), POISON, dtype))
+    ys, (m, l) = clnorm.softmax_sharded(shards, out=[None, view, None], stats=True)
+    assert ys[1] is view
+    want = softmax_ref(x)
+    assert_close(ys[0].get(), want[:, :1], dtype, "shard 0")
+    assert_close(read(dbig, sl), want[:, 1:1024], dtype, "shard 1, another context")
+    assert_close(ys[2].get(), want[:, 1024:], dtype, "shard 2")
+    assert outside_untouched(dbig, big, sl)
+    assert np.isneginf(m[0]) and l[0] == 0 and np.isnan(m[1]) and m[2] == np.inf and l[2] == 2
+    with pytest.raises(clnorm.ArgumentTypeError, match="mix numpy and pyopencl"):
+        clnorm.softmax_sharded([shards[0], x[:, 1:]])
+    with pytest.raises(clnorm.ArgumentTypeError, match="sessions applies to numpy"):
+        clnorm.softmax_sharded(shards, sessions=[session] * 3)
+    q2.finish()
