@@ -342,35 +342,36 @@ def _cl_out(out, x, q, cols):
     return out, _cl_view(out, "out")[0]
 
 
+def _cl_vector(v, name, n, dtype, q, x, np_in, kinds):
+    """(cl_mem of a 1-D argument: n elements of dtype at offset 0 as the library reads
+    it, the array holding it) for pyopencl x. A numpy v, checked by np_in, is uploaded
+    for the call (n elements); a pyopencl view elsewhere than offset 0 or strided is
+    copied on the device. kinds: what the refusal of another type lists."""
+    if isinstance(v, np.ndarray):
+        d = _cl_array.to_device(q, np_in(v), allocator=x.allocator)
+    elif _is_cl(v):
+        if v.dtype != dtype:
+            raise ArgumentTypeError(f"{name}.dtype is {v.dtype}; it must be {dtype}")
+        if tuple(v.shape) != (n,):
+            raise ArgumentError(f"{name} has shape {tuple(v.shape)}; it must be ({n},)")
+        d = v
+        if v.offset != 0 or (n > 1 and v.strides[0] != v.dtype.itemsize):
+            d = v.copy(queue=q)
+    else:
+        raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {kinds}")
+    mem = getattr(d.base_data, "int_ptr", None)
+    if mem is None:
+        raise ArgumentTypeError(f"{name} is not backed by a cl_mem buffer")
+    return mem, d
+
+
 def _cl_gamma(gamma, x, q, cols):
-    """(cl_mem of gamma: cols elements at offset 0 as the library reads it, the array
-    holding it)."""
+    """(cl_mem of gamma, the array holding it), or (None, None) for no scale."""
     if gamma is None:
         return None, None
-    if isinstance(gamma, np.ndarray):
-        g = _gamma_np(gamma, x, cols)
-        # A host gamma is uploaded for this call (cols elements, not the rows).
-        dg = _cl_array.to_device(q, g, allocator=x.allocator)
-    elif _is_cl(gamma):
-        if gamma.dtype != x.dtype:
-            raise ArgumentTypeError(
-                f"gamma.dtype is {gamma.dtype} but x.dtype is {x.dtype}; they must match")
-        if tuple(gamma.shape) != (cols,):
-            raise ArgumentError(
-                f"gamma has shape {tuple(gamma.shape)}; it must be (cols,) = ({cols},)")
-        dg = gamma
-        if gamma.offset != 0 or (cols > 1 and gamma.strides[0] != gamma.dtype.itemsize):
-            # The library reads gamma at offset 0 of its buffer: a view elsewhere is
-            # copied on the device (cols elements).
-            dg = gamma.copy(queue=q)
-    else:
-        raise ArgumentTypeError(
-            f"gamma is a {type(gamma).__name__}; it must be None, a numpy array or a "
-            "pyopencl.array.Array")
-    mem = getattr(dg.base_data, "int_ptr", None)
-    if mem is None:
-        raise ArgumentTypeError("gamma is not backed by a cl_mem buffer")
-    return mem, dg
+    return _cl_vector(gamma, "gamma", cols, x.dtype, q, x,
+                      lambda g: _gamma_np(g, x, cols),
+                      "None, a numpy array or a pyopencl.array.Array")
 
 
 def _wait_list(waits, wait_for):
@@ -502,29 +503,9 @@ def _cl_softmax_stats(x, out, wait_for):
 
 
 def _cl_stats_in(v, name, rows, q, x):
-    """(cl_mem of a statistics vector: rows floats at offset 0 as the library reads
-    them, the array holding it) for pyopencl x."""
-    if isinstance(v, np.ndarray):
-        # Host statistics are uploaded for this call (rows floats).
-        d = _cl_array.to_device(q, _np_stats_in(v, name, rows), allocator=x.allocator)
-    elif _is_cl(v):
-        if v.dtype != _F32 or tuple(v.shape) != (rows,):
-            raise ArgumentError(
-                f"{name} is {v.dtype} of shape {tuple(v.shape)}; it must be float32 of "
-                f"shape ({rows},)")
-        d = v
-        if v.offset != 0 or (rows > 1 and v.strides[0] != 4):
-            # The library reads the statistics at offset 0 of their buffers: a view
-            # elsewhere is copied on the device (rows floats).
-            d = v.copy(queue=q)
-    else:
-        raise ArgumentTypeError(
-            f"{name} is a {type(v).__name__}; it must be a numpy array or a "
-            "pyopencl.array.Array")
-    mem = getattr(d.base_data, "int_ptr", None)
-    if mem is None:
-        raise ArgumentTypeError(f"{name} is not backed by a cl_mem buffer")
-    return mem, d
+    """(cl_mem of a statistics vector, the array holding it) for pyopencl x."""
+    return _cl_vector(v, name, rows, _F32, q, x, lambda a: _np_stats_in(a, name, rows),
+                      "a numpy array or a pyopencl.array.Array")
 
 
 def _cl_softmax_apply(x, row_max, row_sum, out, wait_for):
@@ -830,28 +811,20 @@ def _np_softmax_sharded(shards, outs, sessions):
                 raise ArgumentTypeError(
                     f"sessions[{i}] is a {type(se).__name__}; it must be a clnorm.Session")
     # Every argument is checked before any device work, so a refused request writes
-    # no shard.
-    parts = []
+    # no shard: the shards are packed and their outputs prepared first.
+    xs, ys, yps = [], [], []
     for i, (x, o) in enumerate(zip(shards, outs)):
-        rows, cols, code, xp = _np_in(x, f"shards[{i}]")
-        _shard_rows_check(i, rows, x.dtype, parts[0][2] if parts else rows,
-                          shards[0].dtype)
+        rows, _, _, xp = _np_in(x, f"shards[{i}]")
+        _shard_rows_check(i, rows, x.dtype, len(xs[0]) if xs else rows, shards[0].dtype)
         y, yp = _np_out(o, x, f"out[{i}]")
-        parts.append((xp, cols, rows, code, y, yp))
-    rows = parts[0][2]
-    m = np.full(rows, -np.inf, _F32)
-    l = np.zeros(rows, _F32)
-    for se, (xp, cols, _, code, _, _) in zip(sessions, parts):
-        pm, pl = np.empty(rows, _F32), np.empty(rows, _F32)
-        _L.check(_L.clnorm_softmax_stats_host(se._ptr(), code, rows, cols, xp.ctypes.data,
-                                              pm.ctypes.data, pl.ctypes.data))
-        m, l = stats_merge(m, l, pm, pl)
-    for se, (xp, cols, _, code, y, yp) in zip(sessions, parts):
-        _L.check(_L.clnorm_softmax_apply_host(se._ptr(), code, rows, cols, xp.ctypes.data,
-                                              m.ctypes.data, l.ctypes.data,
-                                              yp.ctypes.data))
-        _np_writeback(y, yp)
-    return [p[4] for p in parts], (m, l)
+        xs.append(xp), ys.append(y), yps.append(yp)
+    rows = len(xs[0])
+    m, l = np.full(rows, -np.inf, _F32), np.zeros(rows, _F32)
+    for se, xp in zip(sessions, xs):
+        m, l = stats_merge(m, l, *_np_softmax_stats(se, xp))
+    for se, xp, y, yp in zip(sessions, xs, ys, yps):
+        _np_writeback(y, _np_softmax_apply(se, xp, m, l, yp))
+    return ys, (m, l)
 
 
 def _cl_softmax_sharded(shards, outs):

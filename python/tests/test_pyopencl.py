@@ -270,7 +270,7 @@ def test_softmax_apply_device_statistics_views(cl, queue):
     gate.set_status(cl.command_execution_status.COMPLETE)
     assert y is dx
     assert_close(y.get(), softmax_ref(x), np.float32, "statistics at an offset")
-    with pytest.raises(clnorm.ArgumentError, match="row_sum is float32 of shape"):
+    with pytest.raises(clnorm.ArgumentError, match=r"row_sum has shape \(3,\)"):
         clnorm.softmax_apply(dx, dbig[0, 2:], dbig[1, 3:])
     with pytest.raises(clnorm.ArgumentTypeError, match="row_max is a tuple"):
         clnorm.softmax_apply(dx, (1, 2), dbig[1, 2:])
