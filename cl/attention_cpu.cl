@@ -13,8 +13,8 @@
  * each query's (m, l), rescales the accumulators once and adds p * v two column
  * vectors at a time, each V vector read once for the pass's queries. Decoding (a few
  * queries per kv head) is bound by reading K and V, which this form does once. On
- * scalars (CLN_VEC 1, llvmpipe) it takes a key and a column at a time, the loops whose
- * trips the plan counts against llvmpipe's loop limit.
+ * scalars (CLN_SIMD_LANES, llvmpipe) it takes a key and a column at a time, the loops
+ * whose trips the plan counts against llvmpipe's loop limit.
  *
  * Lanes (more queries, vector builds): the block's queries lie across the vector
  * lanes, so that no step sums across lanes: the scaled q, the scores, the running
@@ -44,11 +44,12 @@
    otherwise, with the accumulators on the stack. */
 #define CLN_ATTC_HD 256
 
-/* Vectors of CLN_VEC elements, scalars where the device runs work-items as SIMD lanes
-   (CLN_VEC 1, llvmpipe). vloadn asks only for the element's alignment, so any offset
-   and stride work. The kernel also compiles for GPUs (clnorm_warmup builds every
-   kernel), where CLN_LOADV would assume aligned vectors. */
-#if CLN_VEC > 1
+/* Vectors of CLN_VEC elements; scalars where CLN_VEC is 1 or the device runs
+   work-items as SIMD lanes (CLN_SIMD_LANES, llvmpipe, where the vector form wrote
+   zeros). vloadn asks only for the element's alignment, so any offset and stride
+   work. The kernel also compiles for GPUs (clnorm_warmup builds every kernel), where
+   CLN_LOADV would assume aligned vectors. */
+#if CLN_VEC > 1 && !CLN_SIMD_LANES
 #define CLN_ATTC_W CLN_VEC
 typedef cln_fv cln_attc_v;
 #define CLN_ATTC_PLOAD(p, u) CLN_CAT(vload, CLN_VEC)((u), (p))

@@ -10,9 +10,13 @@
 #ifndef CLN_DTYPE
 #define CLN_DTYPE 0
 #endif
-/* CLN_BLOCKED: 1 in builds for CPUs (the host's profile), 0 for GPUs. */
+/* CLN_BLOCKED: 1 in builds for CPUs that vectorise work-items (PoCL), 0 for GPUs and
+   for CPUs that run work-items as SIMD lanes (CLN_SIMD_LANES 1, Mesa llvmpipe). */
 #ifndef CLN_BLOCKED
 #define CLN_BLOCKED 0
+#endif
+#ifndef CLN_SIMD_LANES
+#define CLN_SIMD_LANES 0
 #endif
 /* Every helper is declared CLN_INLINE. CPU builds have them inlined before the
    driver's work-group passes run: otherwise PoCL 5 aborts the process compiling the

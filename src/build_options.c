@@ -13,11 +13,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* CLN_BLOCKED of a program: each work-item streams a block of its own on CPUs that
+   vectorise work-items; GPUs and CPUs whose work-items are SIMD lanes deal chunks
+   round-robin, so that neighbouring work-items touch neighbouring memory. */
+int cln_build_blocked(const cln_profile *p)
+{
+    return (p->type & CL_DEVICE_TYPE_CPU) && !p->simd_lanes;
+}
+
 /* CLN_VEC of a program: the profile's width, in bytes alike for 16-bit GPU builds. */
 unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 {
     unsigned v = p->vec ? p->vec : 1;
-    /* GPU loads are sized in bytes (16): twice the elements in 16-bit storage. */
+    /* GPU loads are sized in bytes (16): twice the elements in 16-bit storage. Not on
+       llvmpipe, whose 16-bit loops were faster overall at 4 elements than at 8. */
     if (!(p->type & CL_DEVICE_TYPE_CPU) && dtype != CLNORM_F32 && v > 1 && v < 16) v *= 2;
     return v;
 }
@@ -55,9 +64,10 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        (cl/coop.cl). */
     snprintf(buf, len,
              "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu"
-             " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s%s",
-             (int)dtype, (int)path, cln_build_vec(p, dtype), (p->type & CL_DEVICE_TYPE_CPU) != 0,
+             " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s%s%s",
+             (int)dtype, (int)path, cln_build_vec(p, dtype), cln_build_blocked(p),
              word, CLN_COOP_ELEMS, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
+             p->simd_lanes ? " -DCLN_SIMD_LANES=1" : "",
              p->nv && p->nv_cc_major >= 7 ? " -DCLN_NV_RELAXED" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",

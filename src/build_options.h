@@ -10,6 +10,9 @@
    of the thread's current settings (config.h). */
 CLN_HIDDEN void cln_build_options(const cln_profile *p, clnorm_dtype dtype,
                                   cln_path path, char *buf, size_t len);
+/* CLN_BLOCKED of p's programs: 1 where each work-item streams a block of its own.
+   Pure. */
+CLN_HIDDEN int cln_build_blocked(const cln_profile *p);
 /* CLN_VEC of p's programs in dtype: elements per vector access. Pure. */
 CLN_HIDDEN unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype);
 /* Appends the options that compile kernel kid alone (CLN_ONLY in cl/dtype.cl). */

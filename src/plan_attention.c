@@ -79,10 +79,10 @@ static clnorm_status cln_att_plan_cpu(const cln_profile *p, const cln_limits *li
     if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
     out->cpu = 1;
     out->units = s->head_dim;
-    /* Work-items as one thread's loop iterations (vec > 1: the device vectorises each
+    /* Work-items as one thread's loop iterations (the device vectorises each
        work-item's code, PoCL) gain nothing from company; where the device runs them as
-       SIMD lanes (vec 1: llvmpipe), a group fills the lanes. */
-    size_t wg = p->vec > 1 ? 1 : CLN_ATTC_LANES;
+       SIMD lanes (llvmpipe), a group fills the lanes. */
+    size_t wg = p->simd_lanes ? CLN_ATTC_LANES : 1;
     if (lim->force_wg) {
         wg = lim->force_wg;
         if (wg > max_wg) {

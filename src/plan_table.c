@@ -144,8 +144,8 @@ static const cln_plan_params cln_plan_table[CLN_CLASS_COUNT] = {
         .cpu_wide_cols = 1024,
         .cpu_wide_team = 8,
         .cpu_wide_rows_max = 4,
-        .cpu_chunk_vectors = 4,
-        .loop_vectors = 1,
+        .cpu_chunk_vectors = 1,
+        .loop_vectors = 0,
         .pocl_tiny_major = 4,
         .pocl_tiny_wg = 2,
     },
@@ -154,7 +154,7 @@ static const cln_plan_params cln_plan_table[CLN_CLASS_COUNT] = {
 static cln_plan_class cln_plan_class_of(const cln_profile *p)
 {
     if (!(p->type & CL_DEVICE_TYPE_CPU)) return CLN_CLASS_GPU;
-    return p->vec > 1 ? CLN_CLASS_CPU_VECTOR : CLN_CLASS_CPU_LANES;
+    return p->simd_lanes ? CLN_CLASS_CPU_LANES : CLN_CLASS_CPU_VECTOR;
 }
 
 const cln_plan_params *cln_plan_params_for(const cln_profile *p)

@@ -73,6 +73,15 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof pw, &pw, NULL) ==
             CL_SUCCESS)
         while (p->vec * 2 <= pw && p->vec < 16) p->vec *= 2;
+    /* A CPU that prefers scalars runs work-items as the lanes of its SIMD loops (Mesa
+       llvmpipe), where each trip of a loop costs more than the element it loads: its
+       kernels take a GPU's vectors of 4, dealt round-robin over the lanes, three to
+       five times faster there than an element a trip (docs/DESIGN.md, 'CPUs whose
+       work-items are SIMD lanes'). */
+    if ((p->type & CL_DEVICE_TYPE_CPU) && p->vec == 1) {
+        p->simd_lanes = 1;
+        p->vec = 4;
+    }
     size_t elen = 0;
     char *exts = NULL;
     if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &elen) == CL_SUCCESS &&

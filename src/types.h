@@ -58,8 +58,11 @@ typedef struct cln_profile {
     int coop;               /* the running groups of one launch progress side by side,
                                so the coop variant may wait across them (NVIDIA) */
     int pocl_major;         /* PoCL's major version, 0 for other platforms */
-    cl_uint vec;            /* float32 CLN_VEC of the streaming loops: 4 on GPUs, the
-                               preferred float vector width (up to 16) on CPUs */
+    cl_uint vec;            /* float32 CLN_VEC of the streaming loops: 4 on GPUs and
+                               where simd_lanes, the preferred float vector width (up
+                               to 16) on other CPUs */
+    int simd_lanes;         /* a CPU that runs work-items as the lanes of its SIMD loops
+                               (Mesa llvmpipe): it prefers float vectors of 1 */
     cln_path best_path;     /* fastest path the device has */
     int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
                                (Rusticl 22 reports 32, NVIDIA 580 256; both run

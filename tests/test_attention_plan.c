@@ -17,7 +17,10 @@ static cln_profile synth(int gpu, cl_uint cus, size_t max_wg, cl_ulong local, un
     p.max_wg = max_wg;
     p.local_mem = local;
     p.loop_limit = loop;
-    p.vec = vec;
+    /* As profile.c finds them: a CPU that prefers scalars runs work-items as SIMD lanes
+       and takes vectors of 4. */
+    p.simd_lanes = !gpu && vec == 1;
+    p.vec = p.simd_lanes ? 4 : vec;
     p.best_path = gpu ? CLN_PATH_NV : CLN_PATH_LOCAL;
     return p;
 }
@@ -52,7 +55,7 @@ static void check_cpu(size_t di, size_t si, const cln_profile *p, const size_t *
                       const cln_att_plan *pl)
 {
     const size_t gq = s[1] / s[2] * s[3], keys = s[4] ? s[4] : 1;
-    CHECK(pl->cpu && pl->wg >= 1 && pl->wg <= p->max_wg && (p->vec == 1 || pl->wg == 1) &&
+    CHECK(pl->cpu && pl->wg >= 1 && pl->wg <= p->max_wg && (p->simd_lanes || pl->wg == 1) &&
               pl->local_bytes == 0 && pl->qblock >= 1 && pl->qblock <= CLN_ATTC_QMAX &&
               pl->qblocks * pl->qblock >= gq && (pl->qblocks - 1) * pl->qblock < gq &&
               pl->chunks * pl->chunk_len >= keys && (pl->chunks - 1) * pl->chunk_len < keys &&

@@ -262,7 +262,8 @@ void test_plan_apply(void)
     cln_profile cpu = {.type = CL_DEVICE_TYPE_CPU, .compute_units = 2, .max_wg = 4096,
                        .local_mem = 524288, .vec = 8, .pocl_major = 3};
     cln_profile lanes = {.type = CL_DEVICE_TYPE_CPU, .compute_units = 8, .max_wg = 1024,
-                         .local_mem = 32768, .vec = 1, .loop_limit = 16000, .flat_barriers = 1};
+                         .local_mem = 32768, .vec = 4, .simd_lanes = 1, .loop_limit = 16000,
+                         .flat_barriers = 1};
     const cln_profile *ps[] = {&gpu, &cpu, &lanes};
     static const size_t shapes[][2] = {{1, 1}, {1, 1048576}, {8, 262144}, {64, 128256},
                                        {128, 151936}, {4096, 128}, {3, 5}, {1, 3000001}};

@@ -346,10 +346,11 @@ void test_plan(void)
     profs[2].p.pocl_major = 5;
     named_profile *coop_cpu = &profs[COUNT_OF(profs) - 1];
     coop_cpu->p.coop = 1;
-    /* The streaming loops' vector width, as profile.c finds it: PoCL's AVX2 8, llvmpipe
-       1 (its work-items are the SIMD lanes), GPUs 4. */
+    /* The streaming loops' vector width, as profile.c finds it: PoCL's AVX2 8, GPUs 4,
+       and 4 on llvmpipe, whose work-items are the SIMD lanes. */
     profs[1].p.vec = profs[2].p.vec = coop_cpu->p.vec = 8;
-    profs[3].p.vec = 1;
+    profs[3].p.vec = 4;
+    profs[3].p.simd_lanes = 1;
     for (size_t i = 0; i < COUNT_OF(profs); i++)
         if (profs[i].gpu) profs[i].p.vec = 4;
     const size_t rows_list[] = {1, 2, 3, 7, 8, 100, 4096, 65536, 1u << 20};
@@ -516,10 +517,10 @@ void test_plan(void)
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 256, 4096);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 256, 4096, &pl, why),
                          CLNORM_SUCCESS)) {
-                if (p->vec <= 1)
+                if (p->simd_lanes)
                     CHECK(pl.variant == CLN_VAR_STREAM && pl.team == 8 && pl.rows_per_wg <= 4,
-                          "%s (vector width %u): team %zu, %zu rows a group; expected 8, at "
-                          "most 4", label, p->vec, pl.team, pl.rows_per_wg);
+                          "%s (SIMD lanes): team %zu, %zu rows a group; expected 8, at most 4",
+                          label, pl.team, pl.rows_per_wg);
                 else
                     CHECK(pl.variant == CLN_VAR_STREAM && pl.team < 8,
                           "%s (vector width %u): team %zu, expected fewer than 8", label,
@@ -529,7 +530,7 @@ void test_plan(void)
 
         /* Vectorising CPUs keep a group's rows within 256 KB, so that they stay in
            cache between passes, and give a longer row 4 work-items. */
-        if (!np->gpu && p->vec > 1 && p->loop_limit == 0) {
+        if (!np->gpu && !p->simd_lanes && p->loop_limit == 0) {
             struct { clnorm_dtype dt; size_t rows, cols, rpw, team; } lc[] = {
                 {CLNORM_F32, 64, 128256, 1, 4},  /* 513 KB rows */
                 {CLNORM_BF16, 64, 262144, 1, 4}, /* 512 KB rows in 16 bits */
@@ -767,6 +768,37 @@ void test_build_options(void)
         CHECK((strstr(buf, "-DCLN_NV_RELAXED") != NULL) == relaxed,
               "%s %s: \"%s\" should %shave -DCLN_NV_RELAXED", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, relaxed ? "" : "not ");
+    }
+    /* The loops' layout: GPUs 16 bytes a work-item, dealt round-robin; PoCL its own
+       block in its preferred vectors; llvmpipe, whose work-items are SIMD lanes, a GPU's
+       round-robin vectors of 4 in every dtype, and the CPU attention's scalar form. */
+    named_profile lanes = make_profile("Rusticl llvmpipe", CL_DEVICE_TYPE_CPU, 2, 1024, 32768, 8, 0, 0);
+    lanes.p.vec = gpu.p.vec = 4;
+    lanes.p.simd_lanes = 1;
+    const struct {
+        const named_profile *np;
+        clnorm_dtype dt;
+        const char *loops;
+        int simd_lanes;
+    } layouts[] = {
+        {&gpu, CLNORM_F32, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 0},
+        {&gpu, CLNORM_BF16, "-DCLN_VEC=8 -DCLN_BLOCKED=0", 0},
+        {&cpu, CLNORM_F32, "-DCLN_VEC=8 -DCLN_BLOCKED=1", 0},
+        {&cpu, CLNORM_F16, "-DCLN_VEC=8 -DCLN_BLOCKED=1", 0},
+        {&lanes, CLNORM_F32, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 1},
+        {&lanes, CLNORM_BF16, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 1},
+    };
+    t_config("CLNORM_PAIR_WORD", NULL);
+    for (size_t i = 0; i < COUNT_OF(layouts); i++) {
+        char buf[512];
+        cln_build_options(&layouts[i].np->p, layouts[i].dt, layouts[i].np->p.best_path, buf,
+                          sizeof buf);
+        CHECK(strstr(buf, layouts[i].loops) != NULL, "%s %s: \"%s\" lacks %s",
+              layouts[i].np->p.device_name, cln_dtype_name(layouts[i].dt), buf,
+              layouts[i].loops);
+        CHECK((strstr(buf, "-DCLN_SIMD_LANES=1") != NULL) == layouts[i].simd_lanes,
+              "%s %s: \"%s\" should %shave -DCLN_SIMD_LANES=1", layouts[i].np->p.device_name,
+              cln_dtype_name(layouts[i].dt), buf, layouts[i].simd_lanes ? "" : "not ");
     }
     /* CLNORM_PROGRAMS: "one" compiles the kernel alone on any device, "all" never, and
        the default does where the disk cache is on and keeps binaries: not on Rusticl. */

@@ -36,19 +36,22 @@
 /* The extra build options (the configuration's build_options, CLNORM_BUILD_OPTIONS)
    come after the library's own options, so -U/-D replace them. word: the words
    variant's elements per word for the build (0: the device's choice); it sets both
-   the kernels' CLN_WORD and the plan's alignment rule, so it is not a -D here. */
+   the kernels' CLN_WORD and the plan's alignment rule, so it is not a -D here. Oclgrind
+   prefers scalars, so its native build is that of a CPU whose work-items are SIMD
+   lanes (CLN_SIMD_LANES); the others undefine it, so that the CPU attention's vector
+   form is swept too. */
 typedef struct sw_build { const char *name, *options; unsigned vec; size_t word; } sw_build;
 static const sw_build builds[] = {
     {"native", "", 0, 0},                                         /* as this device gets it */
-    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 1, 0}, /* round-robin */
+    {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES -DCLN_FULL_F32_TEAM=1", 1, 0}, /* round-robin */
     /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
-    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0", 4, 0},
-    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0", 8, 0},
-    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1", 4, 0},
-    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1", 8, 0},
-    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1", 16, 0},
+    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES", 4, 0},
+    {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES", 8, 0},
+    {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 4, 0},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 8, 0},
+    {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 16, 0},
     /* As GPUs run: vector loops and words of 4 elements. */
-    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -DCLN_FULL_F32_TEAM=1", 4, 4},
+    {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES -DCLN_FULL_F32_TEAM=1", 4, 4},
 };
 #define NBUILDS (sizeof builds / sizeof builds[0])
 
