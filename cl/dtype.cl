@@ -18,6 +18,11 @@
 #ifndef CLN_SIMD_LANES
 #define CLN_SIMD_LANES 0
 #endif
+/* CLN_BF16_TINY: 1 in bfloat16 builds for devices without float32 denormals
+   (cln_seg_softmax_write, cl/rows.cl); other dtypes ignore it. */
+#ifndef CLN_BF16_TINY
+#define CLN_BF16_TINY 0
+#endif
 /* Every helper is declared CLN_INLINE. CPU builds have them inlined before the
    driver's work-group passes run: otherwise PoCL 5 aborts the process compiling the
    16-bit words kernels in groups of 64 ("Cannot add context restore for a PHI node at

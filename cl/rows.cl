@@ -216,6 +216,24 @@ CLN_INLINE float cln_inv_sum(float l)
     return l > 0.0f ? 1.0f / l : 0.0f;
 }
 
+#if CLN_BF16_TINY && CLN_DTYPE == 2
+/* bfloat16 keeps values down to 2^-133, but a device without float32 denormals
+   (CLN_BF16_TINY) flushes a weight below 2^-126 to zero. Such a weight, where x - m =
+   d lies within reach of 2^-133 (above -100) and the row is not empty (inv > 0), is
+   taken again 2^64 times larger, a normal float, and its bits formed from that: the
+   bfloat16 of w itself from 2^-126 up, else the count of 2^-133 steps, rounded to
+   nearest even as the store rounds. */
+CLN_INLINE int cln_bf16_is_tiny(float w, float d, float inv)
+{
+    return w < 0x1p-126f && d > -100.0f && inv > 0.0f;
+}
+CLN_INLINE ushort cln_bf16_tiny(float d, float inv)
+{
+    const float ys = exp2(fma(d, M_LOG2E_F, 64.0f)) * inv;
+    return ys >= 0x1p-62f ? cln_to_bf16(ys * 0x1p-64f) : (ushort)rint(ys * 0x1p69f);
+}
+#endif
+
 /* q = exp(p - m) / l over this work-item's share. */
 CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q, ulong n, float m,
                                   float l, uint lane, uint team)
@@ -223,10 +241,35 @@ CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q
     float inv = cln_inv_sum(l);
     CLN_LAYOUT(n, p, q, q);
 #if CLN_VEC > 1
-    CLN_FOR_CHUNKS(k, nc) CLN_STOREV(q + h, k, cln_wv(CLN_LOADV(p + h, k), m) * inv);
+    CLN_FOR_CHUNKS(k, nc) {
+        const cln_fv x = CLN_LOADV(p + h, k), w = cln_wv(x, m) * inv;
+#if CLN_BF16_TINY && CLN_DTYPE == 2
+        /* Rare: a chunk with tiny weights is converted element by element. */
+        if (inv > 0.0f && any(isless(w, (cln_fv)0x1p-126f) & isgreater(x - m, (cln_fv)(-100.0f)))) {
+            float wt[CLN_VEC], xt[CLN_VEC];
+            ushort b[CLN_VEC];
+            CLN_CAT(vstore, CLN_VEC)(w, 0, wt);
+            CLN_CAT(vstore, CLN_VEC)(x, 0, xt);
+            for (uint e = 0; e < CLN_VEC; e++)
+                b[e] = cln_bf16_is_tiny(wt[e], xt[e] - m, inv) ? cln_bf16_tiny(xt[e] - m, inv)
+                                                               : cln_to_bf16(wt[e]);
+            CLN_RAWV_STORE(cln_sv, q + h, k, CLN_CAT(vload, CLN_VEC)(0, b));
+            continue;
+        }
 #endif
-    CLN_FOR_REST(c, n, h, nc)
-        CLN_STORE(q, c, cln_w(CLN_LOAD(p, c), m) * inv);
+        CLN_STOREV(q + h, k, w);
+    }
+#endif
+    CLN_FOR_REST(c, n, h, nc) {
+        const float x = CLN_LOAD(p, c), w = cln_w(x, m) * inv;
+#if CLN_BF16_TINY && CLN_DTYPE == 2
+        if (cln_bf16_is_tiny(w, x - m, inv)) {
+            q[c] = cln_bf16_tiny(x - m, inv);
+            continue;
+        }
+#endif
+        CLN_STORE(q, c, w);
+    }
 }
 
 /* q = 0 over this work-item's share: the rows clnorm_softmax_apply is given empty

@@ -82,6 +82,9 @@ clnorm_status cln_profile_query(cl_device_id dev, cln_profile *p)
         p->simd_lanes = 1;
         p->vec = 4;
     }
+    cl_device_fp_config fp = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS)
+        p->no_denormals = (fp & CL_FP_DENORM) == 0;
     size_t elen = 0;
     char *exts = NULL;
     if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &elen) == CL_SUCCESS &&

@@ -63,6 +63,8 @@ typedef struct cln_profile {
                                to 16) on other CPUs */
     int simd_lanes;         /* a CPU that runs work-items as the lanes of its SIMD loops
                                (Mesa llvmpipe): it prefers float vectors of 1 */
+    int no_denormals;       /* float32 results below 2^-126 flush to zero (no
+                               CL_FP_DENORM: Mesa llvmpipe, many embedded GPUs) */
     cln_path best_path;     /* fastest path the device has */
     int kernel_wg_understated; /* CL_KERNEL_WORK_GROUP_SIZE is below what really runs
                                (Rusticl 22 reports 32, NVIDIA 580 256; both run

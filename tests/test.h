@@ -44,6 +44,7 @@
     TEST_CASE(add_rmsnorm_views, device)                    \
     TEST_CASE(rmsnorm_extreme, device)                      \
     TEST_CASE(lowp_special, device)                         \
+    TEST_CASE(softmax_bf16_tiny, device)                    \
     TEST_CASE(variants, device)                             \
     TEST_CASE(split_scratch, device)                        \
     TEST_CASE(kernel_args, device)                          \

@@ -7,7 +7,9 @@
                        same call, for rmsnorm and add_rmsnorm under forced plans
    lowp_special        f16/bf16 +-inf and NaN inputs for every op against API.md's
                        special-value rules; NaN stays NaN; outputs rounded to nearest
-                       even, compared bit for bit away from rounding ties */
+                       even, compared bit for bit away from rounding ties
+   softmax_bf16_tiny   bf16 softmax outputs in bfloat16's denormal range, also where
+                       the device flushes float32 denormals */
 #include "fused.h"
 
 #include <math.h>
@@ -401,4 +403,73 @@ void test_lowp_special(void)
           "nearest-even check did not run", g_bits_checked);
     NOTE("%zu calls (auto, reg and split plans); %zu outputs compared bit for bit with their "
          "nearest-even rounding, %zu differed", calls, g_bits_checked, g_bits_bad);
+}
+
+/* ---- softmax_bf16_tiny ------------------------------------------------------------------- */
+/* bfloat16 softmax outputs from 2^-133 to 2^-126 (bfloat16's denormals) on every device:
+   where float32 denormals flush to zero, the streaming write forms them from a scaled
+   weight (cln_seg_softmax_write, cl/rows.cl). Rows whose entries lie 78 to 100 below
+   their maximum, a few near it, through the plans each device takes for AUTO, online
+   and three-pass, and through the write with given statistics. Each output is checked
+   against float64 within 8e-3 relative or half a bfloat16 denormal step (2^-134), and
+   one whose exact value is 2^-133 or more must not be zero. */
+static void tiny_check(const char *label, const uint16_t *yb, const double *ref, size_t n,
+                       size_t *tiny_seen)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float got = unpack1(BF16, yb[i]);
+        const int ok = t_close(got, ref[i], 8e-3, 0x1p-134) && !(ref[i] >= 0x1p-133 && got == 0.0f);
+        if (!ok && bad++ < 3)
+            t_fail(__FILE__, __LINE__, "%s: element %zu got %g (bits 0x%04x), want %g", label, i,
+                   got, yb[i], ref[i]);
+        if (ref[i] >= 0x1p-133 && ref[i] < 0x1p-126 && got > 0.0f) (*tiny_seen)++;
+    }
+    CHECK(bad == 0, "%s: %zu of %zu elements off", label, bad, n);
+}
+
+void test_softmax_bf16_tiny(void)
+{
+    static const size_t tcols[] = {1, 3, 4, 17, 64, 257, 4097, 65537};
+    const size_t rows = 3;
+    size_t tiny_seen = 0;
+    for (size_t ci = 0; ci < COUNT_OF(tcols); ci++) {
+        const size_t cols = tcols[ci], n = rows * cols;
+        float *x = malloc(n * sizeof *x), *m = malloc(rows * sizeof *m), *l = malloc(rows * sizeof *l);
+        uint16_t *xb = malloc(n * sizeof *xb), *yb = malloc(n * sizeof *yb);
+        double *ref = malloc(n * sizeof *ref);
+        if (!CHECK(x && m && l && xb && yb && ref, "out of host memory")) goto next;
+        for (size_t r = 0; r < rows; r++) {
+            const double peak = rng_range(&R, -2, 2);
+            for (size_t c = 0; c < cols; c++)
+                x[r * cols + c] = (float)(peak - (rng_below(&R, 8) == 0 ? rng_range(&R, 0, 3)
+                                                                      : rng_range(&R, 78, 100)));
+            x[r * cols + rng_below(&R, cols)] = (float)peak;
+        }
+        dt_pack(BF16, x, xb, n);
+        dt_unpack(BF16, xb, x, n);
+        ref_softmax(x, rows, cols, ref);
+        const clnorm_softmax_algo algos[] = {CLNORM_SOFTMAX_AUTO, CLNORM_SOFTMAX_ONLINE,
+                                             CLNORM_SOFTMAX_THREE_PASS};
+        char label[128];
+        for (size_t a = 0; a < COUNT_OF(algos); a++) {
+            dt_fill_bits(BF16, yb, n, poison_of(BF16));
+            snprintf(label, sizeof label, "bf16 softmax %zux%zu algo %d", rows, cols, (int)algos[a]);
+            if (CHECK_ST(clnorm_softmax_host(T.s, CLNORM_BF16, rows, cols, xb, yb, algos[a]),
+                         CLNORM_SUCCESS))
+                tiny_check(label, yb, ref, n, &tiny_seen);
+        }
+        dt_fill_bits(BF16, yb, n, poison_of(BF16));
+        snprintf(label, sizeof label, "bf16 softmax_apply %zux%zu", rows, cols);
+        if (CHECK_ST(clnorm_softmax_stats_host(T.s, CLNORM_BF16, rows, cols, xb, m, l),
+                     CLNORM_SUCCESS) &&
+            CHECK_ST(clnorm_softmax_apply_host(T.s, CLNORM_BF16, rows, cols, xb, m, l, yb),
+                     CLNORM_SUCCESS))
+            tiny_check(label, yb, ref, n, &tiny_seen);
+    next:
+        free(x), free(m), free(l), free(xb), free(yb), free(ref);
+    }
+    CHECK(tiny_seen > 1000, "only %zu outputs between 2^-133 and 2^-126 were checked", tiny_seen);
+    NOTE("%zu outputs between 2^-133 and 2^-126 checked; device %s float32 denormals",
+         tiny_seen, device_denormals() ? "keeps" : "flushes");
 }

@@ -39,16 +39,17 @@
    the kernels' CLN_WORD and the plan's alignment rule, so it is not a -D here. Oclgrind
    prefers scalars, so its native build is that of a CPU whose work-items are SIMD
    lanes (CLN_SIMD_LANES); the others undefine it, so that the CPU attention's vector
-   form is swept too. */
+   form is swept too. Oclgrind keeps denormals, so two builds take the bfloat16 write
+   of devices without them (CLN_BF16_TINY) as well. */
 typedef struct sw_build { const char *name, *options; unsigned vec; size_t word; } sw_build;
 static const sw_build builds[] = {
     {"native", "", 0, 0},                                         /* as this device gets it */
     {"gpu", "-UCLN_VEC -DCLN_VEC=1 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES -DCLN_FULL_F32_TEAM=1", 1, 0}, /* round-robin */
     /* GPU vector loops: aligned chunks after a peeled head, scalar on mixed phases. */
-    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES", 4, 0},
+    {"gpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES -DCLN_BF16_TINY=1", 4, 0},
     {"gpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES", 8, 0},
     {"cpu-vec4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 4, 0},
-    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 8, 0},
+    {"cpu-vec8", "-UCLN_VEC -DCLN_VEC=8 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES -DCLN_BF16_TINY=1", 8, 0},
     {"cpu-vec16", "-UCLN_VEC -DCLN_VEC=16 -UCLN_BLOCKED -DCLN_BLOCKED=1 -UCLN_SIMD_LANES", 16, 0},
     /* As GPUs run: vector loops and words of 4 elements. */
     {"gpu-word4", "-UCLN_VEC -DCLN_VEC=4 -UCLN_BLOCKED -DCLN_BLOCKED=0 -UCLN_SIMD_LANES -DCLN_FULL_F32_TEAM=1", 4, 4},
