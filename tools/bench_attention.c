@@ -380,7 +380,7 @@ int cmd_bench_attention(int argc, char **argv)
     clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     int cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
     const char *note = tool_pocl_note(q);
-    double copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+    double copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5, NULL);
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
     printf("clnorm bench %s on %s: attention, %zu query heads on %zu KV heads of dimension "
            "%zu, causal, median of %d\n", clnorm_version(), device, c.q_heads, c.kv_heads,

@@ -348,9 +348,12 @@ static void usage(FILE *f)
             "prints the plan, time, GB/s (bytes read plus written) and the percentage of\n"
             "the device's buffer-copy bandwidth measured in the same run: of a 1 GB copy\n"
             "(64 MB on CPUs) and of a copy of the shape's own bytes through the same\n"
-            "buffers (%%copy@sz: what ramp-up and drain leave of it). --quick runs the\n"
-            "subset for small machines. --batch N times N calls back to back per repeat\n"
-            "(device throughput; the default 1 times single calls, host work included).\n"
+            "buffers (%%copy@sz: what ramp-up and drain leave of it). It also prints what\n"
+            "a one-line copy kernel moves over the large buffers, the rate of a kernel's\n"
+            "own loads and stores where the buffer copy is the driver's memcpy (Mesa\n"
+            "llvmpipe). --quick runs the subset for small machines. --batch N times N\n"
+            "calls back to back per repeat (device throughput; the default 1 times single\n"
+            "calls, host work included).\n"
             "--op apply times clnorm_softmax_apply (the statistics given: the write of\n"
             "sharded softmax), whose %%copy@sz is its share of a copy of the same bytes.\n"
             "--shape RxC (repeatable) times those shapes of --op (softmax by default)\n"
@@ -361,14 +364,15 @@ static void usage(FILE *f)
 }
 
 static void write_results(const bench_cfg *c, const char *device, const char *note,
-                          double copy, result *rs, int n)
+                          double copy, double copy_kernel, result *rs, int n)
 {
     FILE *fj = NULL, *fc = NULL;
     if (c->json) fj = strcmp(c->json, "-") ? fopen(c->json, "w") : stdout;
     if (c->csv) fc = strcmp(c->csv, "-") ? fopen(c->csv, "w") : stdout;
     if (fj) {
         fprintf(fj, "{\"impl\": \"%s\", \"device\": \"%s\", \"note\": \"%s\", \"copy_gbps\": %.2f, "
-                "\"results\": [\n", c->impl, device, note ? note : "", copy);
+                "\"copy_kernel_gbps\": %.2f, \"results\": [\n", c->impl, device, note ? note : "",
+                copy, copy_kernel);
         for (int i = 0; i < n; i++)
             fprintf(fj, "  {\"op\": \"%s\", \"dtype\": \"%s\", \"rows\": %zu, \"cols\": %zu, "
                     "\"plan\": \"%s\", \"ms\": %.5f, \"gbps\": %.2f, \"copy_size_gbps\": %.2f}%s\n",
@@ -458,7 +462,7 @@ int cmd_bench(int argc, char **argv)
     clnorm_session *s = NULL;
     const char *device = "host CPU";
     const char *note = NULL; /* PoCL's worker threads, pinned or not */
-    double copy = 0, launch_host = 0, launch_dev = 0;
+    double copy = 0, copy_kernel = 0, launch_host = 0, launch_dev = 0;
     if (!host) {
         clnorm_status st = clnorm_session_create(c.device, &s);
         if (st) { tool_report("session", st); return TOOL_FAIL; }
@@ -474,7 +478,8 @@ int cmd_bench(int argc, char **argv)
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
         cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
         note = tool_pocl_note(q);
-        copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5);
+        copy = tool_copy_gbps(ctx, q, cpu ? ((size_t)64 << 20) : ((size_t)1 << 30), 5,
+                              &copy_kernel);
         launch_cost(ctx, q, dev, &launch_host, &launch_dev);
     }
     if (!c.repeats) c.repeats = cpu ? 5 : 20;
@@ -490,6 +495,7 @@ int cmd_bench(int argc, char **argv)
             printf("CLNORM_KERNEL_DIR is set: every call reads and hashes the kernel sources "
                    "again, so the times include that host work\n");
         printf("device buffer copy: %.1f GB/s (read + write)\n", copy);
+        printf("copy kernel (a float4 a work-item): %.1f GB/s\n", copy_kernel);
         printf("empty kernel, back to back: %.1f us per launch on the device, %.1f us to "
                "enqueue\n", launch_dev, launch_host);
     }
@@ -543,7 +549,7 @@ int cmd_bench(int argc, char **argv)
         }
     }
     fprintf(stderr, "\r%60s\r", "");
-    write_results(&c, device, note, copy, rs, n);
+    write_results(&c, device, note, copy, copy_kernel, rs, n);
     clnorm_session_destroy(s);
     return failed ? TOOL_FAIL : TOOL_OK;
 }

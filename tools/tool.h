@@ -51,8 +51,11 @@ const char *tool_pocl_note(cl_command_queue q);
    clock (0 where the driver reports no profiling times). */
 double tool_event_seconds(cl_event marker, cl_event done);
 /* The device's clEnqueueCopyBuffer bandwidth at `bytes`, read plus written, median of
-   reps after a warm-up; 0 where the buffers cannot be made. */
-double tool_copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps);
+   reps after a warm-up; 0 where the buffers cannot be made. Where kernel_gbps is not
+   NULL, also that of a one-line copy kernel (a float4 a work-item) over the same
+   buffers, into it (0 where it did not run). */
+double tool_copy_gbps(cl_context ctx, cl_command_queue q, size_t bytes, int reps,
+                      double *kernel_gbps);
 /* "CPU", "GPU", "GPU|DEFAULT", ... */
 const char *tool_type_name(cl_device_type t, char *buf, size_t len);
 

@@ -1,0 +1,75 @@
+# `clnorm bench` of softmax on two awkward shapes in every dtype: both copy references
+# measured (the buffer copy and the one-line copy kernel), every shape reported with
+# its plan, a time and a GB/s that agree with the bytes it must move.
+# Usage: cmake -DCLNORM=<clnorm> -DDEVICE=<spec> -P ...
+cmake_policy(VERSION 3.21)
+
+# The integer of value * 10^digits, truncated (string(JSON) gives numbers back with
+# more digits than were printed, such as 0.93999999999999995).
+function(fixed value digits out)
+  if(NOT value MATCHES "^([0-9]+)(\\.([0-9]*))?$")
+    message(FATAL_ERROR "'${value}' is not a plain decimal number")
+  endif()
+  set(whole "${CMAKE_MATCH_1}")
+  string(SUBSTRING "${CMAKE_MATCH_3}0000000000" 0 ${digits} frac)
+  math(EXPR n "${whole}${frac}") # leading zeros read as decimal
+  set(${out} "${n}" PARENT_SCOPE)
+endfunction()
+
+execute_process(COMMAND ${CLNORM} bench --device ${DEVICE} --shape 3x1000 --shape 5x4097
+                        --dtype all --repeats 2 --json -
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(err MATCHES "CLNORM_DEVICE_NOT_FOUND")
+  message("CLNORM_DEVICE_NOT_FOUND: ${err}")
+  return()
+endif()
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit ${rc}\n${out}\n${err}")
+endif()
+string(FIND "${out}" "{\"impl\"" at)
+string(SUBSTRING "${out}" ${at} -1 json)
+foreach(f copy_gbps copy_kernel_gbps)
+  string(JSON v GET "${json}" ${f})
+  if(NOT v GREATER 0)
+    message(FATAL_ERROR "${f} is ${v}, expected a rate above 0:\n${out}")
+  endif()
+endforeach()
+string(JSON n LENGTH "${json}" results)
+if(NOT n EQUAL 6)
+  message(FATAL_ERROR "${n} results, expected 6:\n${out}")
+endif()
+math(EXPR last "${n} - 1")
+set(seen "")
+foreach(i RANGE ${last})
+  foreach(f op dtype rows cols plan ms gbps)
+    string(JSON ${f} GET "${json}" results ${i} ${f})
+  endforeach()
+  list(APPEND seen "${dtype} ${rows}x${cols}")
+  if(NOT op STREQUAL "softmax" OR plan STREQUAL "" OR NOT ms GREATER 0)
+    message(FATAL_ERROR "result ${i}: op '${op}', plan '${plan}', ms ${ms}")
+  endif()
+  # GB/s from the bytes read and written: ms printed to 5 decimals, GB/s to 2, so in
+  # integers of 1e-5 ms and 0.01 GB/s, gbps = bytes * 10 / ms, within 1 % and a unit.
+  set(es 2)
+  if(dtype STREQUAL "f32")
+    set(es 4)
+  endif()
+  math(EXPR bytes "2 * ${rows} * ${cols} * ${es}")
+  fixed("${ms}" 5 ms_u)
+  fixed("${gbps}" 2 gbps_c)
+  math(EXPR want "${bytes} * 10 / ${ms_u}")
+  math(EXPR diff "${gbps_c} - ${want}")
+  if(diff LESS 0)
+    math(EXPR diff "-(${diff})")
+  endif()
+  math(EXPR slack "${want} / 100 + 1")
+  if(diff GREATER slack)
+    message(FATAL_ERROR "result ${i} (${dtype} ${rows}x${cols}): ${gbps} GB/s in ${ms} ms, "
+            "expected ${bytes} bytes in that time")
+  endif()
+endforeach()
+foreach(want_case "f32 3x1000" "f16 3x1000" "bf16 3x1000" "f32 5x4097" "f16 5x4097" "bf16 5x4097")
+  if(NOT want_case IN_LIST seen)
+    message(FATAL_ERROR "no result for ${want_case}; got: ${seen}")
+  endif()
+endforeach()
