@@ -219,13 +219,15 @@ CLN_INLINE float cln_inv_sum(float l)
 #if CLN_BF16_TINY && CLN_DTYPE == 2
 /* bfloat16 keeps values down to 2^-133, but a device without float32 denormals
    (CLN_BF16_TINY) flushes a weight below 2^-126 to zero. Such a weight, where x - m =
-   d lies within reach of 2^-133 (above -100) and the row is not empty (inv > 0), is
-   taken again 2^64 times larger, a normal float, and its bits formed from that: the
+   d lies within reach of 2^-133 (above CLN_BF16_TINY_D, which leaves room for given
+   statistics with l below 1) and the row is not empty (inv > 0), is taken again 2^64
+   times larger, a normal float down to that d, and its bits formed from that: the
    bfloat16 of w itself from 2^-126 up, else the count of 2^-133 steps, rounded to
    nearest even as the store rounds. */
+#define CLN_BF16_TINY_D (-130.0f)
 CLN_INLINE int cln_bf16_is_tiny(float w, float d, float inv)
 {
-    return w < 0x1p-126f && d > -100.0f && inv > 0.0f;
+    return w < 0x1p-126f && d > CLN_BF16_TINY_D && inv > 0.0f;
 }
 CLN_INLINE ushort cln_bf16_tiny(float d, float inv)
 {
@@ -244,8 +246,10 @@ CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q
     CLN_FOR_CHUNKS(k, nc) {
         const cln_fv x = CLN_LOADV(p + h, k), w = cln_wv(x, m) * inv;
 #if CLN_BF16_TINY && CLN_DTYPE == 2
-        /* Rare: a chunk with tiny weights is converted element by element. */
-        if (inv > 0.0f && any(isless(w, (cln_fv)0x1p-126f) & isgreater(x - m, (cln_fv)(-100.0f)))) {
+        /* Rare: a chunk with a tiny weight is converted element by element, before it
+           is stored, since in place its x is gone after the store. */
+        if (inv > 0.0f &&
+            any(isless(w, (cln_fv)0x1p-126f) & isgreater(x - m, (cln_fv)CLN_BF16_TINY_D))) {
             float wt[CLN_VEC], xt[CLN_VEC];
             ushort b[CLN_VEC];
             CLN_CAT(vstore, CLN_VEC)(w, 0, wt);

@@ -771,7 +771,7 @@ void test_build_options(void)
     }
     /* The loops' layout: GPUs 16 bytes a work-item, dealt round-robin; PoCL its own
        block in its preferred vectors; llvmpipe, whose work-items are SIMD lanes, a GPU's
-       round-robin vectors of 4 in every dtype, and the CPU attention's scalar form. */
+       round-robin vectors of 4 (8 in bfloat16), and the CPU attention's scalar form. */
     named_profile lanes = make_profile("Rusticl llvmpipe", CL_DEVICE_TYPE_CPU, 2, 1024, 32768, 8, 0, 0);
     lanes.p.vec = gpu.p.vec = 4;
     lanes.p.simd_lanes = 1;
@@ -786,7 +786,8 @@ void test_build_options(void)
         {&cpu, CLNORM_F32, "-DCLN_VEC=8 -DCLN_BLOCKED=1", 0},
         {&cpu, CLNORM_F16, "-DCLN_VEC=8 -DCLN_BLOCKED=1", 0},
         {&lanes, CLNORM_F32, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 1},
-        {&lanes, CLNORM_BF16, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 1},
+        {&lanes, CLNORM_BF16, "-DCLN_VEC=8 -DCLN_BLOCKED=0", 1},
+        {&lanes, CLNORM_F16, "-DCLN_VEC=4 -DCLN_BLOCKED=0", 1},
     };
     t_config("CLNORM_PAIR_WORD", NULL);
     for (size_t i = 0; i < COUNT_OF(layouts); i++) {
