@@ -223,14 +223,13 @@ CLN_INLINE float cln_inv_sum(float l)
    statistics with l below 1) and the row is not empty (inv > 0), is taken again 2^64
    times larger, a normal float down to that d, and its bits formed from that: the
    bfloat16 of w itself from 2^-126 up, else the count of 2^-133 steps, rounded to
-   nearest even as the store rounds. */
+   nearest even as the store rounds. cln_bf16_weight gives the stored bits of
+   cln_w(x, m) * inv, either way. */
 #define CLN_BF16_TINY_D (-130.0f)
-CLN_INLINE int cln_bf16_is_tiny(float w, float d, float inv)
+CLN_INLINE ushort cln_bf16_weight(float x, float m, float inv)
 {
-    return w < 0x1p-126f && d > CLN_BF16_TINY_D && inv > 0.0f;
-}
-CLN_INLINE ushort cln_bf16_tiny(float d, float inv)
-{
+    const float w = cln_w(x, m) * inv, d = x - m;
+    if (!(w < 0x1p-126f && d > CLN_BF16_TINY_D && inv > 0.0f)) return cln_to_bf16(w);
     const float ys = exp2(fma(d, M_LOG2E_F, 64.0f)) * inv;
     return ys >= 0x1p-62f ? cln_to_bf16(ys * 0x1p-64f) : (ushort)rint(ys * 0x1p69f);
 }
@@ -250,13 +249,10 @@ CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q
            is stored, since in place its x is gone after the store. */
         if (inv > 0.0f &&
             any(isless(w, (cln_fv)0x1p-126f) & isgreater(x - m, (cln_fv)CLN_BF16_TINY_D))) {
-            float wt[CLN_VEC], xt[CLN_VEC];
+            float xt[CLN_VEC];
             ushort b[CLN_VEC];
-            CLN_CAT(vstore, CLN_VEC)(w, 0, wt);
             CLN_CAT(vstore, CLN_VEC)(x, 0, xt);
-            for (uint e = 0; e < CLN_VEC; e++)
-                b[e] = cln_bf16_is_tiny(wt[e], xt[e] - m, inv) ? cln_bf16_tiny(xt[e] - m, inv)
-                                                               : cln_to_bf16(wt[e]);
+            for (uint e = 0; e < CLN_VEC; e++) b[e] = cln_bf16_weight(xt[e], m, inv);
             CLN_RAWV_STORE(cln_sv, q + h, k, CLN_CAT(vload, CLN_VEC)(0, b));
             continue;
         }
@@ -264,16 +260,11 @@ CLN_INLINE void cln_seg_softmax_write(__global const cln_t *p, __global cln_t *q
         CLN_STOREV(q + h, k, w);
     }
 #endif
-    CLN_FOR_REST(c, n, h, nc) {
-        const float x = CLN_LOAD(p, c), w = cln_w(x, m) * inv;
 #if CLN_BF16_TINY && CLN_DTYPE == 2
-        if (cln_bf16_is_tiny(w, x - m, inv)) {
-            q[c] = cln_bf16_tiny(x - m, inv);
-            continue;
-        }
+    CLN_FOR_REST(c, n, h, nc) q[c] = cln_bf16_weight(CLN_LOAD(p, c), m, inv);
+#else
+    CLN_FOR_REST(c, n, h, nc) CLN_STORE(q, c, cln_w(CLN_LOAD(p, c), m) * inv);
 #endif
-        CLN_STORE(q, c, w);
-    }
 }
 
 /* q = 0 over this work-item's share: the rows clnorm_softmax_apply is given empty

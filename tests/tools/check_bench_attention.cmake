@@ -24,22 +24,12 @@ if(NOT DEFINED DEVICE)
 endif()
 
 # 2 batch sizes x 2 KV lengths (17 and 263) x 2 layouts x 2 dtypes, 3 queries per head.
-execute_process(COMMAND ${CLNORM} bench --op attention --device ${DEVICE} --batch-size 1,3
-                        --kv-len 17,263 --q-len 3 --q-heads 6 --kv-heads 2 --head-dim 40
-                        --layout all --dtype f32,bf16 --repeats 2 --json -
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(err MATCHES "CLNORM_DEVICE_NOT_FOUND")
-  message("CLNORM_DEVICE_NOT_FOUND: ${err}")
-  return()
-endif()
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "exit ${rc}\n${out}\n${err}")
-endif()
-string(FIND "${out}" "{\"impl\"" at)
-string(SUBSTRING "${out}" ${at} -1 json)
+include(${CMAKE_CURRENT_LIST_DIR}/bench_json.cmake)
+clnorm_bench_json(json --op attention --batch-size 1,3 --kv-len 17,263 --q-len 3 --q-heads 6
+                  --kv-heads 2 --head-dim 40 --layout all --dtype f32,bf16 --repeats 2)
 string(JSON n LENGTH "${json}" results)
 if(NOT n EQUAL 16)
-  message(FATAL_ERROR "${n} results, expected 16:\n${out}")
+  message(FATAL_ERROR "${n} results, expected 16:\n${json}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
