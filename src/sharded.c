@@ -17,6 +17,7 @@ typedef struct cln_shard_run {
     cl_command_queue q;
     cl_mem m, l;           /* its statistics, then the whole rows' */
     cl_event read_m, read_l, done;
+    cl_event write[2];     /* the merged statistics' writes, until the shard is written */
     int enqueued;          /* something of this call is on q */
 } cln_shard_run;
 
@@ -109,11 +110,16 @@ static void cln_shards_release(cln_shard_run *run, size_t n)
     for (size_t i = 0; i < n; i++) {
         cln_shard_run *r = &run[i];
         /* The reads and writes name host memory freed after this: nothing of the call
-           may still run. */
+           may still run. Each transfer is waited for by its own event as well: Mesa
+           22.3's Rusticl returns from clFinish before a non-blocking read has written
+           the host memory (docs/DESIGN.md, 'Driver quirks'). */
+        cl_event held[5] = {r->read_m, r->read_l, r->write[0], r->write[1], r->done};
+        for (int k = 0; k < 5; k++)
+            if (held[k]) {
+                clWaitForEvents(1, &held[k]);
+                clReleaseEvent(held[k]);
+            }
         if (r->enqueued) clFinish(r->q);
-        if (r->read_m) clReleaseEvent(r->read_m);
-        if (r->read_l) clReleaseEvent(r->read_l);
-        if (r->done) clReleaseEvent(r->done);
         if (r->m) clReleaseMemObject(r->m);
         if (r->l) clReleaseMemObject(r->l);
     }
@@ -187,7 +193,7 @@ clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
     /* The whole rows' statistics to every device, then every shard written. */
     for (size_t i = 0; i < n; i++) {
         cln_shard_run *r = &run[i];
-        cl_event w[2] = {NULL, NULL};
+        cl_event *w = r->write;
         err = clEnqueueWriteBuffer(r->q, r->m, CL_FALSE, 0, n4, mm, 0, NULL, &w[0]);
         if (err == CL_SUCCESS)
             err = clEnqueueWriteBuffer(r->q, r->l, CL_FALSE, 0, n4, ml, 0, NULL, &w[1]);
@@ -196,8 +202,6 @@ clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
                                       views[2 * i + 1], 2, w, &r->done);
         else
             st = cln_cl_fail(err, "clEnqueueWriteBuffer(shards[%zu] statistics)", i);
-        for (int k = 0; k < 2; k++)
-            if (w[k]) clReleaseEvent(w[k]);
         if (st) goto fail;
         CLN_CHECK_CL(clFlush(r->q), "clFlush");
     }

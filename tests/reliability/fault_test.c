@@ -6,10 +6,10 @@
 
    For each scenario (session creation, each host-array function, device calls with
    split plans of two and three kernels, warm-up, the rows == 0 marker, a call with a
-   warm cache) it counts the library's calls of every interceptable OpenCL function,
-   then for every one of those calls and two error codes (an allocation failure, or a
-   build failure for clBuildProgram, and CL_INVALID_OPERATION) makes exactly that call
-   fail and checks:
+   warm cache, a softmax over two column shards) it counts the library's calls of every
+   interceptable OpenCL function, then for every one of those calls and two error codes
+   (an allocation failure, or a build failure for clBuildProgram, and
+   CL_INVALID_OPERATION) makes exactly that call fail and checks:
    - the call returns the status API.md documents for that error (OUT_OF_RESOURCES
      for allocation failures, BUILD_FAILED for a failed build, OPENCL_ERROR else);
    - clnorm_last_error() names the failed OpenCL function and the error (and holds
@@ -296,6 +296,17 @@ static clnorm_status act_softmax(fx *f, clnorm_softmax_algo algo)
 static clnorm_status act_sm3(fx *f) { return act_softmax(f, CLNORM_SOFTMAX_THREE_PASS); }
 static clnorm_status act_smo(fx *f) { return act_softmax(f, CLNORM_SOFTMAX_ONLINE); }
 
+/* Two column shards of the matrix on the scenario's queue: each shard's statistics and
+   their reads, the merged statistics' writes and each shard's write. */
+static clnorm_status act_sharded(fx *f)
+{
+    const clnorm_shard sh[2] = {
+        {f->q, 37, {f->bx, 0, C}, {f->by, 0, C}},
+        {f->q, C - 37, {f->bx, 37, C}, {f->by, 37, C}},
+    };
+    return clnorm_softmax_sharded(CLNORM_F32, R, 2, sh, f->m, f->l);
+}
+
 static int verify_softmax(fx *f)
 {
     double want[R * C];
@@ -359,6 +370,7 @@ static const scenario scenarios[] = {
     {"softmax online, warm cache", NULL, 1, act_smo, verify_softmax},
     {"warmup", NULL, 0, act_warmup, NULL},
     {"rows == 0 with an event", NULL, 0, act_noop, NULL},
+    {"softmax_sharded, two shards", NULL, 0, act_sharded, verify_softmax},
 };
 
 /* ---- the driver ----------------------------------------------------------------------- */
