@@ -24,8 +24,8 @@ extern "C" {
  *  Returns: CLNORM_SUCCESS once y is written on every rank. Blocks.
  *  Refuses: where any rank's request is refused, every rank returns that status (the
  *           lowest-ranked failure's) with its message, and no rank writes y: no rank
- *           is left waiting. Ranks that disagree on dtype or rows are refused with
- *           CLNORM_INVALID_ARGUMENT. */
+ *           is left waiting. Where no rank refuses its own request, ranks that
+ *           disagree on dtype or rows are refused with CLNORM_INVALID_ARGUMENT. */
 CLNORM_API clnorm_status clnorm_mpi_softmax(MPI_Comm comm, cl_command_queue queue,
                                             clnorm_dtype dtype, size_t rows, size_t cols,
                                             clnorm_matrix x, clnorm_matrix y,

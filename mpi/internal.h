@@ -20,10 +20,10 @@ CMPI_HIDDEN clnorm_status cmpi_check_mpi(const char *fn);
 CMPI_HIDDEN clnorm_status cmpi_check_comm(const char *fn, MPI_Comm comm, int *rank, int *size);
 
 /* One collective over comm that combines every rank's local status, dtype and rows.
-   Returns the same on every rank: CLNORM_INVALID_ARGUMENT where ranks disagree on
-   dtype or rows, else the status of the lowest-ranked failure, whose
-   clnorm_last_error() message every rank then carries, prefixed with that rank;
-   CLNORM_SUCCESS where every rank succeeded. */
+   Returns the same on every rank: the status of the lowest-ranked failure, whose
+   clnorm_last_error() message every rank then carries, prefixed with that rank; else
+   CLNORM_INVALID_ARGUMENT where ranks disagree on dtype or rows; CLNORM_SUCCESS
+   where every rank succeeded and all agree. */
 CMPI_HIDDEN clnorm_status cmpi_agree(const char *fn, MPI_Comm comm, int rank, int size,
                                      clnorm_status local, clnorm_dtype dtype, size_t rows);
 

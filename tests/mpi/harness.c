@@ -101,6 +101,8 @@ clnorm_status m_run(const char *label, const mshard *p, clnorm_status want, int 
         case M_BAD_OVERLAP: yv = xv; yv.offset = xv.offset + 1; break;
         case M_BAD_QUEUE: q = NULL; break;
         case M_BAD_KERNEL_DIR: t_config("CLNORM_KERNEL_DIR", "/nonexistent/clnorm-kernels"); break;
+        case M_BAD_DTYPE_7: dt = (clnorm_dtype)7; break;
+        case M_BAD_DTYPE_NEG: dt = (clnorm_dtype)-1; break;
         }
     }
     clnorm_status st = clnorm_mpi_softmax(MPI_COMM_WORLD, q, dt, call_rows, call_cols, xv, yv,

@@ -55,7 +55,9 @@ enum {
     M_BAD_DTYPE,       /* another dtype (views still in bounds): the ranks disagree */
     M_BAD_OVERLAP,     /* y one element after x in the same buffer: INVALID_ARGUMENT */
     M_BAD_QUEUE,       /* a NULL queue: INVALID_ARGUMENT */
-    M_BAD_KERNEL_DIR   /* accepted, then the statistics' build fails: BUILD_FAILED */
+    M_BAD_KERNEL_DIR,  /* accepted, then the statistics' build fails: BUILD_FAILED */
+    M_BAD_DTYPE_7,     /* dtype 7, no clnorm_dtype: the rank's own INVALID_ARGUMENT */
+    M_BAD_DTYPE_NEG    /* dtype -1: the rank's own INVALID_ARGUMENT */
 };
 
 /* Runs clnorm_mpi_softmax on this rank's shard of p (collective), checks the status

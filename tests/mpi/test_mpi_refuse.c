@@ -26,6 +26,15 @@ static void refuse(const char *label, int bad_rank, int bad, int bad_rank2, int 
     if (st != CLNORM_SUCCESS && word)
         CHECK(t_mentions(clnorm_last_error(), word), "%s: the message does not mention %s: \"%s\"",
               label, word, clnorm_last_error());
+    if (st == CLNORM_INVALID_ARGUMENT && word && !strcmp(word, "disagree")) {
+        /* The message gives this rank's own dtype and rows, each its own value. */
+        const int mine = M_rank == bad_rank ? bad : M_rank == bad_rank2 ? bad2 : 0;
+        char own[96];
+        snprintf(own, sizeof own, "(this rank, %d: dtype %s, rows = %zu)", M_rank,
+                 mine == M_BAD_DTYPE ? "f16" : "f32", mine == M_BAD_ROWS ? rows - 1 : rows);
+        CHECK(strstr(clnorm_last_error(), own) != NULL, "%s: the message does not give \"%s\": "
+              "\"%s\"", label, own, clnorm_last_error());
+    }
     /* A refusal is decided before any device work: every rank returns at once. */
     CHECK(dt < 30, "%s: took %.1f s to return", label, dt);
     free(x);
@@ -53,10 +62,22 @@ void mpi_refusals(void)
        program cannot be built): still every rank returns it, and nothing is written. */
     refuse("the statistics' build failing on the last rank", last, M_BAD_KERNEL_DIR, -1, 0,
            CLNORM_BUILD_FAILED, last, "CLNORM_KERNEL_DIR");
-    if (M_size > 1)
+    refuse("dtype 7 on the last rank", last, M_BAD_DTYPE_7, -1, 0, CLNORM_INVALID_ARGUMENT, last,
+           "7");
+    refuse("dtype -1 on rank 0", 0, M_BAD_DTYPE_NEG, -1, 0, CLNORM_INVALID_ARGUMENT, 0, "-1");
+    if (M_size > 1) {
         /* Two refusals: the lowest rank's status and message win everywhere. */
         refuse("cols == 0 on the last rank, y past its buffer on rank 0", last, M_BAD_COLS_0, 0,
                M_BAD_Y_PAST_END, CLNORM_OUT_OF_BOUNDS, 0, "y");
+        /* A rank's own refusal wins over a disagreement it takes part in: dtype 7 is
+           the last rank's refusal, and a lower rank's refusal comes before both. */
+        refuse("y past its buffer on rank 0, dtype 7 on the last rank", last, M_BAD_DTYPE_7, 0,
+               M_BAD_Y_PAST_END, CLNORM_OUT_OF_BOUNDS, 0, "y");
+        refuse("y past its buffer on rank 0, one row fewer on the last rank", last, M_BAD_ROWS,
+               0, M_BAD_Y_PAST_END, CLNORM_OUT_OF_BOUNDS, 0, "y");
+        refuse("dtype -1 on rank 0, another dtype on the last rank", last, M_BAD_DTYPE, 0,
+               M_BAD_DTYPE_NEG, CLNORM_INVALID_ARGUMENT, 0, "-1");
+    }
     /* Ranks that disagree (only possible with two or more). */
     if (M_size > 1) {
         refuse("one row fewer on the last rank", last, M_BAD_ROWS, -1, 0,
