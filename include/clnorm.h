@@ -103,10 +103,9 @@ typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_ma
 
    Views: elements between `cols` and `ld` in `y` are never written. `y` may be
    exactly `x` (same buffer, offset and ld); any other overlap of x and y is
-   CLNORM_INVALID_ARGUMENT. Two views of one buffer with the same ld may interleave
-   (rows side by side); views with different lds whose byte ranges cross are refused
-   even when they share no element, since proving that costs more than the call.
-   Sub-buffers of one buffer are compared as the bytes of their parent.
+   CLNORM_INVALID_ARGUMENT. Two views of one buffer may interleave (rows side by
+   side, at one ld or two) as long as they share no element. Sub-buffers of one
+   buffer are compared as the bytes of their parent.
 
    Refusals common to all of them:
      CLNORM_INVALID_ARGUMENT  queue NULL or not a queue; a view's mem NULL, not a

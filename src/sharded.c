@@ -21,36 +21,18 @@ typedef struct cln_shard_run {
     int enqueued;          /* something of this call is on q */
 } cln_shard_run;
 
-/* The first element a view of rows x cols (ld resolved) covers past its last, with
-   its start, in elements: [*lo, *hi). */
-static void cln_span(const clnorm_matrix *v, size_t rows, size_t cols, size_t *lo, size_t *hi)
-{
-    *lo = v->offset;
-    *hi = v->offset + (rows - 1) * v->ld + cols;
-}
-
-/* Whether two checked views of one buffer share an element. Views of one leading
-   dimension are compared row by row (shards side by side in one matrix share none);
-   others by their spans. */
+/* Whether two checked views share an element, sub-buffers resolved to the buffer
+   they live in. */
 static int cln_views_meet(const clnorm_matrix *a, size_t acols, const clnorm_matrix *b,
-                          size_t bcols, size_t rows)
+                          size_t bcols, size_t rows, size_t es)
 {
-    size_t a0, a1, b0, b1;
-    if (a->mem != b->mem) return 0;
-    cln_span(a, rows, acols, &a0, &a1);
-    cln_span(b, rows, bcols, &b0, &b1);
-    if (a1 <= b0 || b1 <= a0) return 0;
-    if (a->ld != b->ld) return 1;
-    /* Row ra of a starts d + k * ld after row rb of b, k = ra - rb in (-rows, rows). */
-    const size_t ld = a->ld;
-    const long long d = (long long)a->offset - (long long)b->offset;
-    long long k0 = d >= 0 ? -(d / (long long)ld) - 1 : (-d) / (long long)ld - 1;
-    for (long long k = k0; k <= k0 + 2; k++) {
-        if (k <= -(long long)rows || k >= (long long)rows) continue;
-        const long long s = d + k * (long long)ld; /* a's row start relative to b's */
-        if (s < (long long)bcols && s + (long long)acols > 0) return 1;
-    }
-    return 0;
+    cl_mem abase, bbase;
+    size_t aoff, boff;
+    cln_mem_base(a->mem, &abase, &aoff);
+    cln_mem_base(b->mem, &bbase, &boff);
+    if (abase != bbase) return 0;
+    return cln_strided_meet(aoff + a->offset * es, a->ld * es, acols * es, boff + b->offset * es,
+                            b->ld * es, bcols * es, rows);
 }
 
 /* Renames the last error "shards[i]: ..." where a check named no shard. */
@@ -95,7 +77,7 @@ static clnorm_status cln_check_shards(clnorm_dtype dtype, size_t rows, size_t n,
         for (size_t j = 0; j < n; j++)
             for (int w = 0; w < 2 && j != i; w++)
                 if (cln_views_meet(&views[2 * i + 1], shards[i].cols, &views[2 * j + w],
-                                   shards[j].cols, rows))
+                                   shards[j].cols, rows, es))
                     return cln_fail(CLNORM_INVALID_ARGUMENT,
                                     "shards[%zu].y (offset %zu, ld %zu) shares elements with "
                                     "shards[%zu].%s (offset %zu, ld %zu)", i,

@@ -33,6 +33,14 @@ CLN_HIDDEN clnorm_status cln_check_overlap(const char *a_name, const clnorm_matr
                                            size_t rows, size_t cols, size_t esize,
                                            int *same);
 
+/* Whether two views of rows rows each share a byte: view a covers [a0 + i * ald,
+   a0 + i * ald + alen) for i < rows, b likewise; lengths at most their strides. A
+   pure function of its numbers, in O(rows) only where the strides differ. */
+CLN_HIDDEN int cln_strided_meet(size_t a0, size_t ald, size_t alen, size_t b0, size_t bld,
+                                size_t blen, size_t rows);
+/* Resolves a sub-buffer to the buffer it lives in and its byte offset there. */
+CLN_HIDDEN void cln_mem_base(cl_mem m, cl_mem *base, size_t *off);
+
 /* Refuses two byte ranges [off, off+len) that share memory. */
 CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off,
                                             size_t a_len, const char *b_name, cl_mem b,

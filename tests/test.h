@@ -78,6 +78,7 @@
     TEST_CASE(emulated_limits, device)                      \
     TEST_CASE(merge, unit)                                  \
     TEST_CASE(status_strings, unit)                         \
+    TEST_CASE(views_meet, unit)                             \
     TEST_CASE(version, unit)                                \
     TEST_CASE(plan, unit)                                   \
     TEST_CASE(build_options, unit)                          \

@@ -244,6 +244,9 @@ void test_bad_input(void)
             REFUSED(call_op(k, q, F, BR, BC, V(B, 0, BC), V(B, BR * BC - 1, BC), 0, NULL), INVALID, "overlap");
             REFUSED(call_op(k, q, F, BR, BC, V(B, 3, 2 * BC), V(B, 3 + BC - 1, 2 * BC), 0, NULL),
                     INVALID, "overlap");
+            /* Two strides, apart in the first row, meeting in the second. */
+            REFUSED(call_op(k, q, F, 2, BC, V(B, 0, 3 * BC), V(B, BC, 2 * BC), 0, NULL), INVALID,
+                    "overlap");
         }
     }
     /* rmsnorm: eps and gamma. */

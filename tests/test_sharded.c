@@ -1,7 +1,8 @@
 /* sharded_values, sharded_special, sharded_bad_input, sharded_devices:
    clnorm_softmax_sharded against the float64 reference of the unsharded softmax of
    the concatenated rows. Shards live in buffers of their own (with ld > cols), side
-   by side in one shared matrix, or in place; every byte outside the shards' y views
+   by side in one shared matrix, in place, or all in one buffer, each view at a stride
+   of its own (spans crossing, no element shared); every byte outside the shards' y views
    starts poisoned (y buffers) or as a NaN canary (x buffers) and must come back
    unchanged. sharded_devices puts shards on two devices at once: the device under
    test and a second one, CLNORM_TEST_SECOND_DEVICE (a clnorm_session_create spec),
@@ -13,8 +14,8 @@
 #include <string.h>
 
 enum { MAX_SHARDS = 6, MAX_BUFS = 2 * MAX_SHARDS };
-enum { L_SEPARATE, L_SHARED, L_INPLACE, L_COUNT };
-static const char *const layout_names[L_COUNT] = {"separate", "shared", "in place"};
+enum { L_SEPARATE, L_SHARED, L_INPLACE, L_STRIDES, L_COUNT };
+static const char *const layout_names[L_COUNT] = {"separate", "shared", "in place", "strides"};
 
 /* The buffers of one problem: host images, their originals and device copies. */
 typedef struct tbuf { unsigned char *img, *orig; char *is_y; size_t n; cl_mem mem; } tbuf;
@@ -78,6 +79,17 @@ static void problem_make(problem *p, clnorm_dtype dt, size_t rows, size_t n, con
         p->nbuf = 2;
         for (size_t i = 0; i < n; i++)
             put_views(p, i, 0, xo + p->start[i], xld, 1, yo + p->start[i], yld);
+    } else if (lay == L_STRIDES) {
+        /* One buffer for every x and y, each view at a stride of its own: in a matrix
+           of width w, shard i's x holds columns [start, start + cols) of every
+           (i + 1)-th row, its y columns [total + start, ...) of every (n - i)-th. The
+           views' spans cross but they share no element, so the call must accept them. */
+        const size_t w = 2 * p->total + 1 + rng_below(&R, 3);
+        buf_make(p, 0, rows * w * n + w, 1, ctx);
+        p->nbuf = 1;
+        for (size_t i = 0; i < n; i++)
+            put_views(p, i, 0, p->start[i], w * (i + 1), 0, p->total + p->start[i],
+                      w * (n - i));
     } else {
         for (size_t i = 0; i < n; i++) {
             size_t xo = rng_below(&R, 4), xld = cols[i] + 1 + rng_below(&R, 4);
@@ -176,7 +188,7 @@ static void run_case(clnorm_dtype dt, size_t rows, size_t n, const size_t *cols,
     dt_round(dt, x, x, rows * total);
     /* Layouts in one buffer need one context: all shards on queue 0 then. */
     problem p;
-    const int one_ctx = lay == L_SHARED || nq == 1;
+    const int one_ctx = lay == L_SHARED || lay == L_STRIDES || nq == 1;
     problem_make(&p, dt, rows, n, cols, lay, x, ctxs[0]);
     if (!one_ctx) {
         /* Separate buffers: each shard's own, made again in its queue's context. */
@@ -305,6 +317,43 @@ void test_sharded_bad_input(void)
         for (int b = 0; b < p.nbuf; b++) memset(p.b[b].is_y, 0, p.b[b].n);
         CHECK(problem_read(&p) && check_untouched(&p, label), "%s wrote a buffer", label);
         problem_free(&p);
+    }
+    /* Shard 0's y and shard 1's x: two sub-buffers of one buffer over the same bytes,
+       which the check sees as one memory. */
+    {
+        cl_uint align_bits = 0;
+        clGetDeviceInfo(T.dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                        NULL);
+        const size_t al = align_bits / 8 ? align_bits / 8 : 128, c = 8, r = 3;
+        float host[64 * 4];
+        random_x(host, 1, COUNT_OF(host));
+        unsigned char *init = calloc(1, al + sizeof host);
+        memcpy(init + al, host, sizeof host);
+        cl_mem parent = t_buffer(T.ctx, al + sizeof host, init);
+        cl_mem own = t_buffer(T.ctx, sizeof host, host);
+        free(init);
+        cl_buffer_region reg = {al, r * c * sizeof(float)};
+        cl_int e1 = 0, e2 = 0;
+        cl_mem s1 = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &reg, &e1);
+        cl_mem s2 = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &reg, &e2);
+        if (CHECK(e1 == CL_SUCCESS && e2 == CL_SUCCESS, "clCreateSubBuffer: %d, %d", e1, e2)) {
+            unsigned char *before = malloc(al + sizeof host), *after = malloc(al + sizeof host);
+            t_read(T.q, parent, al + sizeof host, before);
+            clnorm_shard sub[2] = {{T.q, c, {own, 0, 0}, {s1, 0, 0}},
+                                   {T.q, c, {s2, 0, 0}, {own, r * c, 0}}};
+            if (CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, r, 2, sub, NULL, NULL),
+                         CLNORM_INVALID_ARGUMENT))
+                CHECK(t_mentions(clnorm_last_error(), "shards[0].y"),
+                      "sub-buffers over the same bytes: message \"%s\"", clnorm_last_error());
+            CHECK(t_read(T.q, parent, al + sizeof host, after) &&
+                      !memcmp(before, after, al + sizeof host),
+                  "sub-buffers over the same bytes: refused, yet the buffer changed");
+            free(before), free(after);
+        }
+        if (s1) clReleaseMemObject(s1);
+        if (s2) clReleaseMemObject(s2);
+        clReleaseMemObject(parent);
+        clReleaseMemObject(own);
     }
     CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, 3, 0, NULL, NULL, NULL), CLNORM_INVALID_ARGUMENT);
     CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, 3, 2, NULL, NULL, NULL), CLNORM_INVALID_ARGUMENT);

@@ -5,6 +5,7 @@
 #include "build_options.h"
 #include "kernels.h"
 #include "plan.h"
+#include "validate.h"
 #include "clnorm_advanced.h"
 
 #include <limits.h>
@@ -108,6 +109,48 @@ static void *fresh_thread(void *arg)
     const char *e = clnorm_last_error();
     *(int *)arg = e != NULL && e[0] == '\0';
     return NULL;
+}
+
+/* cln_strided_meet, which decides whether two views of one buffer share an element,
+   against marking every byte of both: random small views of one stride and of two,
+   spans crossing or not, one row and many. */
+void test_views_meet(void)
+{
+    enum { SPACE = 4096 };
+    static unsigned char mark[SPACE];
+    size_t cases = 0, met = 0;
+    for (int t = 0; t < 200000; t++) {
+        const size_t rows = 1 + rng_below(&R, t % 3 ? 9 : 2);
+        const size_t alen = 1 + rng_below(&R, 12), blen = 1 + rng_below(&R, 12);
+        const size_t ald = alen + rng_below(&R, 16);
+        const size_t bld = rng_below(&R, 3) ? ald + (alen < blen ? blen - alen : 0)
+                                            : blen + rng_below(&R, 16);
+        const size_t a0 = rng_below(&R, 64), b0 = rng_below(&R, 64);
+        if (bld < blen) continue;
+        memset(mark, 0, SPACE);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < alen; c++) mark[a0 + r * ald + c] = 1;
+        int want = 0;
+        for (size_t r = 0; r < rows && !want; r++)
+            for (size_t c = 0; c < blen && !want; c++) want = mark[b0 + r * bld + c];
+        const int got = cln_strided_meet(a0, ald, alen, b0, bld, blen, rows);
+        const int back = cln_strided_meet(b0, bld, blen, a0, ald, alen, rows);
+        cases++, met += (size_t)want;
+        if (!CHECK(got == want && back == want,
+                   "views [%zu + i * %zu, +%zu) and [%zu + i * %zu, +%zu), %zu rows: gave %d "
+                   "(%d the other way round), marking every byte gives %d", a0, ald, alen, b0,
+                   bld, blen, rows, got, back, want))
+            break;
+    }
+    CHECK(met > cases / 10 && met < cases - cases / 10, "%zu of %zu cases met: too few of one "
+          "kind to test both", met, cases);
+    /* Large offsets and many rows: rows of two strides that interleave without meeting,
+       then one that meets only in its last row. */
+    const size_t big = (size_t)1 << 40, rows = 100000;
+    CHECK(!cln_strided_meet(big, 64, 16, big + 16, 128, 16, rows), "interleaved at two strides");
+    CHECK(cln_strided_meet(big, 64, 16, big + (rows - 1) * 64 + 8, 1 << 20, 4, rows),
+          "meeting in the last row");
+    NOTE("%zu view pairs, %zu sharing an element", cases, met);
 }
 
 void test_status_strings(void)

@@ -59,6 +59,14 @@ void test_views(void)
             a.xld = a.yld = 2 * cols + pad;
             a.yoff = a.xoff + cols + rng_below(&R, pad + 1);
             check_op(&a, CLNORM_SUCCESS), calls++;
+
+            /* Interleaved at two strides: x in every fourth block of ld2, y in the
+               blocks between every other (spans crossing, no element shared). */
+            const size_t ld2 = cols + PICK(&R, pads);
+            a.xoff = PICK(&R, offsets);
+            a.xld = 4 * ld2, a.yld = 2 * ld2;
+            a.yoff = a.xoff + ld2;
+            check_op(&a, CLNORM_SUCCESS), calls++;
             free(x);
             free(g);
         }
