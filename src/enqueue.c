@@ -63,12 +63,12 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     cl_uint sync_base = 0;
     cl_event prev = NULL, last = NULL, dep = NULL, zeroed = NULL, *waits = NULL;
     clnorm_status st = CLNORM_SUCCESS;
-    int serial = 0, in_order = 1;
+    int serial = 0, gated = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
     /* The first kernel also waits for the operation before (serial.c). */
     if (chain == CLN_SERIAL_ALL || c->sync_words) {
         serial = 1;
-        cln_serial_begin(chain, ctx, &dep);
+        cln_serial_begin(chain, ctx, num_wait, wait_list, &dep, &gated);
     }
     if (c->part_bytes || c->sync_words) {
         cl_command_queue_properties qp = 0;
@@ -139,7 +139,7 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
         }
     }
 fail:
-    if (serial) cln_serial_end(chain, q, last);
+    if (serial) cln_serial_end(chain, q, last, gated);
     if (dep) clReleaseEvent(dep);
     if (zeroed) clReleaseEvent(zeroed);
     free(waits);

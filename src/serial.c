@@ -6,7 +6,9 @@
    wrong count and PoCL aborts on `found->ref_count > 0` (docs/DESIGN.md, 'Serialised
    operations on PoCL'). On PoCL each operation waits for the one before: through its
    wait list in the same context, on the host across contexts. PoCL runs a kernel on
-   every core anyway, so little concurrency is lost. */
+   every core anyway, so little concurrency is lost. An operation the caller holds
+   back with a user event is not waited for by later ones, which may not depend on it:
+   the caller may wait for them before it sets the event. */
 #include "serial.h"
 #include "config.h"
 #include "types.h"
@@ -26,9 +28,30 @@ int cln_serial_wanted(const cln_profile *p)
     return forced >= 0 ? forced : p->pocl_major > 0;
 }
 
-void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_event *dep)
+/* Whether the wait list holds a user event not yet set. Only on the chain of every
+   operation: coop calls must never run two at once, whatever holds them back. */
+static int cln_serial_gated(cln_serial_chain c, cl_uint num_wait, const cl_event *wait_list)
+{
+    if (c != CLN_SERIAL_ALL) return 0;
+    for (cl_uint i = 0; i < num_wait; i++) {
+        cl_command_type type = 0;
+        cl_int status = CL_COMPLETE;
+        if (clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_TYPE, sizeof type, &type, NULL) ==
+                CL_SUCCESS &&
+            type == CL_COMMAND_USER &&
+            clGetEventInfo(wait_list[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                           &status, NULL) == CL_SUCCESS &&
+            status > CL_COMPLETE)
+            return 1;
+    }
+    return 0;
+}
+
+void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_uint num_wait,
+                      const cl_event *wait_list, cl_event *dep, int *gated)
 {
     *dep = NULL;
+    *gated = cln_serial_gated(c, num_wait, wait_list);
     pthread_mutex_lock(&cln_serial_locks[c]);
     cl_event last = cln_serial_lasts[c];
     if (!last) return;
@@ -47,15 +70,15 @@ void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_event *dep)
     }
 }
 
-void cln_serial_end(cln_serial_chain c, cl_command_queue q, cl_event done)
+void cln_serial_end(cln_serial_chain c, cl_command_queue q, cl_event done, int gated)
 {
-    if (done) {
+    if (done && !gated) {
         clRetainEvent(done);
         if (cln_serial_lasts[c]) clReleaseEvent(cln_serial_lasts[c]);
         cln_serial_lasts[c] = done;
-        /* The next operation may wait for this one from another queue: submit it. */
-        clFlush(q);
     }
+    /* The next operation may wait for this one from another queue: submit it. */
+    if (done) clFlush(q);
     pthread_mutex_unlock(&cln_serial_locks[c]);
 }
 

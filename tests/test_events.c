@@ -1,11 +1,14 @@
 /* events: the returned event completes only after the whole operation, wait lists
-   gate it, rows == 0 gives a marker, and event == NULL works; on the session's
+   gate it (and it alone: an operation held back holds back no other), rows == 0 gives
+   a marker, and event == NULL works; on the session's
    in-order queue and, where the device has one, an out-of-order queue (where the
    library must chain its own kernels). Results are read through a second queue, so
    only the event orders them. */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -171,6 +174,98 @@ static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const
     clReleaseEvent(u);
 }
 
+/* Waits up to secs for e to complete (polling, so that a broken library fails the
+   check instead of hanging the test); 1 if it did. */
+static int wait_complete(cl_event e, double secs)
+{
+    for (double t0 = t_now(); t_now() - t0 < secs; sleep_ms(5))
+        if (event_status(e) <= CL_COMPLETE) return event_status(e) == CL_COMPLETE;
+    return 0;
+}
+
+/* A blocking host-array softmax on another context, run in a thread. */
+typedef struct host_call {
+    clnorm_session *s;
+    size_t rows, cols;
+    float *x, *y;
+    clnorm_status st;
+    atomic_int done;
+} host_call;
+
+static void *run_host_call(void *arg)
+{
+    host_call *h = arg;
+    h->st = clnorm_softmax_host(h->s, CLNORM_F32, h->rows, h->cols, h->x, h->y,
+                                CLNORM_SOFTMAX_AUTO);
+    atomic_store(&h->done, 1);
+    return NULL;
+}
+
+/* An op held back by a user event holds back no op that does not depend on it: while
+   the event is unset, an op on another queue of the context (its own buffers, no wait
+   list) completes, and a blocking host call on another context returns. A caller may
+   wait for those before it sets the event. */
+static void check_not_held_back(prob *p, cl_command_queue q, cl_command_queue q2,
+                                clnorm_session *s2, const char *qn)
+{
+    cl_int err;
+    cl_event u = clCreateUserEvent(T.ctx, &err), ev = NULL, ev2 = NULL;
+    if (!CHECK_CL(err)) return;
+    prob_poison(p, q2);
+    prob other;
+    prob_init(&other, p->a.op, 3, 257);
+    pthread_t th;
+    host_call h = {.s = s2, .rows = 4, .cols = 1031};
+    h.x = malloc(h.rows * h.cols * sizeof(float));
+    h.y = malloc(h.rows * h.cols * sizeof(float));
+    for (size_t i = 0; i < h.rows * h.cols; i++) h.x[i] = (float)rng_range(&R, -8, 8);
+    int started = 0;
+    if (!CHECK_ST(prob_enqueue(p, q, p->a.rows, 1, &u, &ev), CLNORM_SUCCESS)) goto done;
+    clFlush(q);
+    if (CHECK_ST(prob_enqueue(&other, q2, other.a.rows, 0, NULL, &ev2), CLNORM_SUCCESS)) {
+        clFlush(q2);
+        CHECK(wait_complete(ev2, 60), "%s on %s queue held back by a user event: an op on "
+              "another queue that does not depend on it did not complete in 60 s",
+              op_name(p->a.op), qn);
+    }
+    if (s2 && CHECK(pthread_create(&th, NULL, run_host_call, &h) == 0, "pthread_create")) {
+        started = 1;
+        double t0 = t_now();
+        while (!atomic_load(&h.done) && t_now() - t0 < 60) sleep_ms(5);
+        CHECK(atomic_load(&h.done), "%s on %s queue held back by a user event: a blocking "
+              "host call on another context did not return in 60 s", op_name(p->a.op), qn);
+    }
+    CHECK(event_status(ev) > CL_COMPLETE, "%s on %s queue: complete before its wait-list user "
+          "event was set", op_name(p->a.op), qn);
+done:
+    clSetUserEventStatus(u, CL_COMPLETE);
+    if (ev) {
+        CHECK_CL(clWaitForEvents(1, &ev));
+        prob_verify(p, q2, "a user event set after other calls returned");
+        clReleaseEvent(ev);
+    }
+    if (ev2) {
+        CHECK_CL(clWaitForEvents(1, &ev2));
+        prob_verify(&other, q2, "running beside an op held back");
+        clReleaseEvent(ev2);
+    }
+    if (started) {
+        pthread_join(th, NULL);
+        if (CHECK_ST(h.st, CLNORM_SUCCESS)) {
+            double *want = malloc(h.rows * h.cols * sizeof(double));
+            ref_softmax(h.x, h.rows, h.cols, want);
+            size_t bad = 0;
+            for (size_t i = 0; i < h.rows * h.cols; i++)
+                bad += !t_close(h.y[i], want[i], tol_rel(CLNORM_F32, h.cols), tol_abs(CLNORM_F32));
+            CHECK(bad == 0, "host call beside an op held back: %zu wrong values", bad);
+            free(want);
+        }
+    }
+    free(h.x), free(h.y);
+    prob_free(&other);
+    clReleaseEvent(u);
+}
+
 static void check_null_event(prob *p, cl_command_queue q, cl_command_queue q2)
 {
     prob_poison(p, q2);
@@ -241,6 +336,13 @@ void test_events(void)
     if (!CHECK(q2 != NULL, "second in-order queue")) return;
     if (!qo) NOTE("the device has no out-of-order queues; only the in-order queue is used");
     const size_t shapes[][2] = {{2, (1u << 18) + 1}, {300, 1000}, {5, 33}};
+    /* A second context on the device, for a blocking call beside a held-back op. */
+    clnorm_session *s2 = NULL;
+    if (clnorm_session_create(T.spec, &s2) != CLNORM_SUCCESS) {
+        NOTE("no second session on the device (%s): no host call beside a held-back op",
+             clnorm_last_error());
+        s2 = NULL;
+    }
     cl_command_queue qs[2] = {T.q, qo};
     const char *qn[2] = {"in-order", "out-of-order"};
     for (int k = 0; k < 2; k++) {
@@ -251,6 +353,7 @@ void test_events(void)
                 prob_init(&p, (top)op, shapes[s][0], shapes[s][1]);
                 check_completion(&p, qs[k], q2, qn[k]);
                 check_gating(&p, qs[k], q2, qn[k]);
+                if (s != 1) check_not_held_back(&p, qs[k], q2, s2, qn[k]);
                 check_null_event(&p, qs[k], q2);
                 if (s == 2) check_rows_zero(&p, qs[k], q2, qn[k]);
                 if (s == 1) check_write_dependency(&p, qs[k], q2);
@@ -264,4 +367,5 @@ void test_events(void)
              "so only the event status showed the gate", peeks_held, peeks);
     if (qo) clReleaseCommandQueue(qo);
     clReleaseCommandQueue(q2);
+    clnorm_session_destroy(s2);
 }
