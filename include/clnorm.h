@@ -285,7 +285,7 @@ typedef struct clnorm_attention_desc {
  *           query's scores.
  *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL desc or buffer, zero sizes where a
  *           size is needed, q_heads not a multiple of kv_heads, head_dim outside
- *           1..256, a scale that is negative or not finite, or out overlapping q, k
+ *           1..256, a scale that is not finite, or out overlapping q, k
  *           or v; CLNORM_OUT_OF_BOUNDS for a view past its buffer. */
 CLNORM_API clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
                                           const clnorm_attention_desc *desc,

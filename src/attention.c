@@ -117,8 +117,9 @@ static clnorm_status cln_att_check_desc(const clnorm_attention_desc *d)
     if (d->head_dim == 0 || d->head_dim > CLN_ATT_HEAD_DIM_MAX)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "desc->head_dim = %zu is outside 1..%d",
                         d->head_dim, CLN_ATT_HEAD_DIM_MAX);
-    if (!(d->scale >= 0.0f) || isinf(d->scale))
-        return cln_fail(CLNORM_INVALID_ARGUMENT, "desc->scale = %g is negative or not finite",
+    /* A negative scale is a score like any other (it reverses the keys' order). */
+    if (!isfinite(d->scale))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "desc->scale = %g is not finite",
                         (double)d->scale);
     const size_t big = 0x7fffffffu;
     if (d->q_heads > big || d->kv_len > big || d->q_len > big ||
@@ -255,7 +256,7 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
         .q_heads = (cl_uint)d.q_heads, .kv_heads = (cl_uint)d.kv_heads,
         .q_len = (cl_uint)d.q_len, .kv_len = (cl_uint)d.kv_len,
         .head_dim = (cl_uint)d.head_dim,
-        .scale = d.scale > 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim))};
+        .scale = d.scale != 0.0f ? d.scale : (float)(1.0 / sqrt((double)d.head_dim))};
     const cln_att_call call = {&a, &pl};
     const int n = pl.chunks > 1 ? 2 : 1;
     const cln_stages c = {

@@ -179,7 +179,7 @@ clnorm_status att_run(const att_case *c, const att_data *d, att_result *r)
 void att_ref(const att_case *c, const att_data *d, double *out, double *lse, double *vmax)
 {
     const size_t g = c->qh / c->kvh, hd = c->hd;
-    const double scale = c->scale > 0 ? c->scale : (double)(float)(1.0 / sqrt((double)hd));
+    const double scale = c->scale != 0 ? c->scale : (double)(float)(1.0 / sqrt((double)hd));
     double *s = malloc((c->kv_len + 1) * sizeof(double));
     for (size_t b = 0; b < c->batch; b++) {
         long keys = (long)c->kv_len;

@@ -55,6 +55,13 @@ void test_attention_values(void)
                       .hd = 64, .causal = 1, .q_bthd = 1, .kv_bthd = 1};
         att_check(&p);
     }
+    /* A negative scale: scores like any other, the keys' order reversed. */
+    static const clnorm_dtype all[] = {CLNORM_F32, CLNORM_F16, CLNORM_BF16};
+    for (size_t i = 0; i < COUNT_OF(all); i++) {
+        att_case n = {.dt = all[i], .batch = 2, .qh = 4, .kvh = 2, .q_len = 5, .kv_len = 67,
+                      .hd = 48, .causal = (int)(i & 1), .scale = -0.125f};
+        att_check(&n);
+    }
 }
 
 void test_attention_views(void)

@@ -92,7 +92,7 @@ void test_attention_bad_input(void)
         case 7: d.head_dim = 0, word = "head_dim"; break;
         case 8: d.head_dim = 257, word = "257"; break;
         case 9: d.kv_heads = 3, word = "kv_heads"; break;
-        case 10: d.scale = -1.0f, word = "scale"; break;
+        case 10: d.scale = -INFINITY, word = "scale"; break;
         case 11: d.scale = INFINITY, word = "scale"; break;
         case 12: d.scale = NAN, word = "scale"; break;
         case 13: q.offset = 1, want = CLNORM_OUT_OF_BOUNDS, word = "q"; break;
