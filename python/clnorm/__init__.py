@@ -345,8 +345,9 @@ def _cl_out(out, x, q, cols):
 def _cl_vector(v, name, n, dtype, q, x, np_in, kinds):
     """(cl_mem of a 1-D argument: n elements of dtype at offset 0 as the library reads
     it, the array holding it) for pyopencl x. A numpy v, checked by np_in, is uploaded
-    for the call (n elements); a pyopencl view elsewhere than offset 0 or strided is
-    copied on the device. kinds: what the refusal of another type lists."""
+    for the call (n elements); a contiguous pyopencl view elsewhere than offset 0 is
+    copied on the device, and a strided one refused (pyopencl copies contiguous arrays
+    only). kinds: what the refusal of another type lists."""
     if isinstance(v, np.ndarray):
         d = _cl_array.to_device(q, np_in(v), allocator=x.allocator)
     elif _is_cl(v):
@@ -354,8 +355,14 @@ def _cl_vector(v, name, n, dtype, q, x, np_in, kinds):
             raise ArgumentTypeError(f"{name}.dtype is {v.dtype}; it must be {dtype}")
         if tuple(v.shape) != (n,):
             raise ArgumentError(f"{name} has shape {tuple(v.shape)}; it must be ({n},)")
+        if v.context != q.context:
+            raise ArgumentError(f"{name} belongs to another context than x's queue")
+        if n > 1 and v.strides[0] != v.dtype.itemsize:
+            raise ArgumentError(
+                f"{name} is strided ({v.strides[0]} bytes between elements); a pyopencl "
+                f"{name} must be contiguous")
         d = v
-        if v.offset != 0 or (n > 1 and v.strides[0] != v.dtype.itemsize):
+        if v.offset != 0:
             d = v.copy(queue=q)
     else:
         raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {kinds}")
@@ -375,7 +382,10 @@ def _cl_gamma(gamma, x, q, cols):
 
 
 def _wait_list(waits, wait_for):
-    """(count, cl_event array) of a list of pyopencl events plus wait_for."""
+    """(count, cl_event array) of a list of pyopencl events plus wait_for (a list of
+    events, or one)."""
+    if wait_for is not None and hasattr(wait_for, "int_ptr"):
+        wait_for = [wait_for]
     if wait_for:
         waits = waits + list(wait_for)
     n = len(waits)
@@ -488,6 +498,10 @@ def _cl_softmax_stats(x, out, wait_for):
                 raise ArgumentError(
                     f"{name} is {a.dtype} of shape {tuple(a.shape)} at offset "
                     f"{a.offset}; it must be float32 of shape ({rows},) at offset 0")
+            if rows > 1 and a.strides[0] != 4:
+                raise ArgumentError(
+                    f"{name} is strided ({a.strides[0]} bytes between elements); the "
+                    "library writes rows packed floats, so it must be contiguous")
     if not rows:
         return m, l
     n, wl = _wait_list(x.events + m.events + l.events, wait_for)
@@ -818,6 +832,17 @@ def _np_softmax_sharded(shards, outs, sessions):
         _shard_rows_check(i, rows, x.dtype, len(xs[0]) if xs else rows, shards[0].dtype)
         y, yp = _np_out(o, x, f"out[{i}]")
         xs.append(xp), ys.append(y), yps.append(yp)
+    # Shard i is written after shard j's statistics but before its write, as in the
+    # library's clnorm_softmax_sharded: no output may share memory with another
+    # shard's input or output.
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                for what, other in (("shards", shards[j]), ("out", ys[j])):
+                    if np.shares_memory(ys[i], other):
+                        raise ArgumentError(
+                            f"out[{i}] shares memory with {what}[{j}]: no shard's output "
+                            "may share an element with another shard's input or output")
     rows = len(xs[0])
     m, l = np.full(rows, -np.inf, _F32), np.zeros(rows, _F32)
     for se, xp in zip(sessions, xs):

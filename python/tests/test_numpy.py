@@ -399,6 +399,13 @@ def test_softmax_sharded_refusals_write_nothing(session):
         clnorm.softmax_sharded([x[:, :4], x[:, 4:].astype(np.float16)], out=outs)
     with pytest.raises(clnorm.ArgumentError, match=r"out\[1\]"):
         clnorm.softmax_sharded([x[:, :4], x[:, 4:]], out=[outs[0], outs[0]])
+    # An output sharing memory with another shard: shard 0 would be written before
+    # shard 1 is read (swapped outputs), or one output would take both shards.
+    y = np.full((3, 10), POISON, np.float32)
+    a, b = y[:, :5], y[:, 5:]
+    with pytest.raises(clnorm.ArgumentError, match=r"out\[0\] shares memory with shards\[1\]"):
+        clnorm.softmax_sharded([a, b], out=[b, a])
+    assert (y == POISON).all(), "a refused request wrote a shard"
     with pytest.raises(clnorm.ArgumentError, match="empty"):
         clnorm.softmax_sharded([])
     with pytest.raises(clnorm.ArgumentError, match="sessions has 1 entries for 2 shards"):

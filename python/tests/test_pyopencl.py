@@ -120,6 +120,30 @@ def test_gamma_view_is_read_from_its_offset(cl, queue):
                  np.float32, "gamma at an offset")
 
 
+def test_vectors_refused_cleanly(cl, queue):
+    """A strided pyopencl gamma or statistics vector, or one of another context, is a
+    clnorm.ArgumentError naming it, never an error of pyopencl's."""
+    rng = np.random.default_rng(27)
+    x = inputs(rng, (3, 10), np.float32)
+    dx = dev(cl, queue, x)
+    strided = dev(cl, queue, inputs(rng, 20, np.float32, 1.0))[::2]
+    with pytest.raises(clnorm.ArgumentError, match="gamma is strided"):
+        clnorm.rmsnorm(dx, strided)
+    with pytest.raises(clnorm.ArgumentError, match="row_max is strided"):
+        clnorm.softmax_apply(dx, dev(cl, queue, np.zeros(6, np.float32))[::2],
+                             dev(cl, queue, np.ones(3, np.float32)))
+    other = cl.CommandQueue(cl.Context(devices=[queue.device]))
+    far = dev(cl, other, inputs(rng, 12, np.float32, 1.0))[2:12]
+    assert far.offset > 0
+    with pytest.raises(clnorm.ArgumentError, match="gamma belongs to another context"):
+        clnorm.rmsnorm(dx, far)
+    m = dev(cl, queue, np.full(6, np.nan, np.float32))[::2]
+    l = dev(cl, queue, np.full(3, np.nan, np.float32))
+    with pytest.raises(clnorm.ArgumentError, match=r"out\[0\] is strided"):
+        clnorm.softmax_stats(dx, out=(m, l))
+    assert np.isnan(l.get()).all(), "a refused softmax_stats wrote its output"
+
+
 def test_stats_out(cl, queue):
     x = inputs(np.random.default_rng(25), (9, 50), np.float32)
     m = dev(cl, queue, np.full(9, np.nan, np.float32))
@@ -132,16 +156,19 @@ def test_stats_out(cl, queue):
 
 
 def test_wait_for_and_array_events(cl, queue):
-    """The call waits for wait_for and for the events already on its arrays."""
+    """The call waits for wait_for (a list, or one event) and for the events already
+    on its arrays."""
     ctx = queue.context
     x = inputs(np.random.default_rng(26), (4, 64), np.float32)
     dx = dev(cl, queue, x)
     dx.finish()
-    for how in ("wait_for", "x.events"):
+    for how in ("wait_for", "one event", "x.events"):
         gate = cl.UserEvent(ctx)
         try:
             if how == "wait_for":
                 y = clnorm.softmax(dx, wait_for=[gate])
+            elif how == "one event":
+                y = clnorm.softmax(dx, wait_for=gate)
             else:
                 dx.add_event(gate)
                 y = clnorm.softmax(dx)
