@@ -107,6 +107,8 @@ def _same_as_x(a, name, x, xname="x"):
 
 
 def _eps(eps):
+    if isinstance(eps, (str, bytes)):
+        raise ArgumentTypeError(f"eps = {eps!r} is not a number")
     try:
         e = float(eps)
     except (TypeError, ValueError):
@@ -342,30 +344,39 @@ def _cl_out(out, x, q, cols):
     return out, _cl_view(out, "out")[0]
 
 
+def _cl_vector_check(v, name, n, dtype, q, np_in, kinds):
+    """Checks a 1-D argument for pyopencl x as _cl_vector takes it; returns np_in(v)
+    for a numpy v, else None."""
+    if isinstance(v, np.ndarray):
+        return np_in(v)
+    if not _is_cl(v):
+        raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {kinds}")
+    if v.dtype != dtype:
+        raise ArgumentTypeError(f"{name}.dtype is {v.dtype}; it must be {dtype}")
+    if tuple(v.shape) != (n,):
+        raise ArgumentError(f"{name} has shape {tuple(v.shape)}; it must be ({n},)")
+    if v.context != q.context:
+        raise ArgumentError(f"{name} belongs to another context than x's queue")
+    if n > 1 and v.strides[0] != v.dtype.itemsize:
+        raise ArgumentError(
+            f"{name} is strided ({v.strides[0]} bytes between elements); a pyopencl "
+            f"{name} must be contiguous")
+    return None
+
+
 def _cl_vector(v, name, n, dtype, q, x, np_in, kinds):
     """(cl_mem of a 1-D argument: n elements of dtype at offset 0 as the library reads
     it, the array holding it) for pyopencl x. A numpy v, checked by np_in, is uploaded
     for the call (n elements); a contiguous pyopencl view elsewhere than offset 0 is
     copied on the device, and a strided one refused (pyopencl copies contiguous arrays
     only). kinds: what the refusal of another type lists."""
-    if isinstance(v, np.ndarray):
-        d = _cl_array.to_device(q, np_in(v), allocator=x.allocator)
-    elif _is_cl(v):
-        if v.dtype != dtype:
-            raise ArgumentTypeError(f"{name}.dtype is {v.dtype}; it must be {dtype}")
-        if tuple(v.shape) != (n,):
-            raise ArgumentError(f"{name} has shape {tuple(v.shape)}; it must be ({n},)")
-        if v.context != q.context:
-            raise ArgumentError(f"{name} belongs to another context than x's queue")
-        if n > 1 and v.strides[0] != v.dtype.itemsize:
-            raise ArgumentError(
-                f"{name} is strided ({v.strides[0]} bytes between elements); a pyopencl "
-                f"{name} must be contiguous")
+    packed = _cl_vector_check(v, name, n, dtype, q, np_in, kinds)
+    if packed is not None:
+        d = _cl_array.to_device(q, packed, allocator=x.allocator)
+    else:
         d = v
         if v.offset != 0:
             d = v.copy(queue=q)
-    else:
-        raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {kinds}")
     mem = getattr(d.base_data, "int_ptr", None)
     if mem is None:
         raise ArgumentTypeError(f"{name} is not backed by a cl_mem buffer")
@@ -527,6 +538,10 @@ def _cl_softmax_apply(x, row_max, row_sum, out, wait_for):
     q = _cl_queue(x)
     y, my = _cl_out(out, x, q, cols)
     if not rows:
+        # Nothing to write, but the statistics are checked as with rows.
+        for name, v in (("row_max", row_max), ("row_sum", row_sum)):
+            _cl_vector_check(v, name, 0, _F32, q, lambda a: _np_stats_in(a, name, 0),
+                             "a numpy array or a pyopencl.array.Array")
         return y
     m, dm = _cl_stats_in(row_max, "row_max", rows, q, x)
     l, dl = _cl_stats_in(row_sum, "row_sum", rows, q, x)

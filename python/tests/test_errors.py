@@ -74,6 +74,9 @@ def test_eps(eps):
 def test_eps_type():
     with refused(TypeError, "eps = 'small'"):
         clnorm.rmsnorm(x32(), eps="small")
+    # A string that reads as a number is still not one.
+    with refused(TypeError, "eps = '0.5'"):
+        clnorm.rmsnorm(x32(), eps="0.5")
 
 
 def test_gamma():

@@ -139,6 +139,12 @@ def test_vectors_refused_cleanly(cl, queue):
         clnorm.rmsnorm(dx, far)
     m = dev(cl, queue, np.full(6, np.nan, np.float32))[::2]
     l = dev(cl, queue, np.full(3, np.nan, np.float32))
+    # No rows: nothing to write, but the statistics are checked as with rows.
+    d0 = cl.array.empty(queue, (0, 4), np.float32)
+    with pytest.raises(clnorm.ArgumentTypeError, match="row_max.dtype is float64"):
+        clnorm.softmax_apply(d0, np.zeros(0), np.zeros(0, np.float32))
+    with pytest.raises(clnorm.ArgumentError, match="row_sum has shape"):
+        clnorm.softmax_apply(d0, np.zeros(0, np.float32), dev(cl, queue, np.ones(2, np.float32)))
     with pytest.raises(clnorm.ArgumentError, match=r"out\[0\] is strided"):
         clnorm.softmax_stats(dx, out=(m, l))
     assert np.isnan(l.get()).all(), "a refused softmax_stats wrote its output"
