@@ -21,20 +21,6 @@ typedef struct cln_shard_run {
     int enqueued;          /* something of this call is on q */
 } cln_shard_run;
 
-/* Whether two checked views share an element, sub-buffers resolved to the buffer
-   they live in. */
-static int cln_views_meet(const clnorm_matrix *a, size_t acols, const clnorm_matrix *b,
-                          size_t bcols, size_t rows, size_t es)
-{
-    cl_mem abase, bbase;
-    size_t aoff, boff;
-    cln_mem_base(a->mem, &abase, &aoff);
-    cln_mem_base(b->mem, &bbase, &boff);
-    if (abase != bbase) return 0;
-    return cln_strided_meet(aoff + a->offset * es, a->ld * es, acols * es, boff + b->offset * es,
-                            b->ld * es, bcols * es, rows);
-}
-
 /* Renames the last error "shards[i]: ..." where a check named no shard. */
 static clnorm_status cln_shard_fail(clnorm_status st, size_t i)
 {

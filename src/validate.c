@@ -130,7 +130,7 @@ clnorm_status cln_check_array(const char *name, cl_context ctx, cl_mem mem, size
 
 /* The buffer a cl_mem lives in and its byte offset there, so that two sub-buffers
    of one buffer are compared as what they are. */
-void cln_mem_base(cl_mem m, cl_mem *base, size_t *off)
+static void cln_mem_base(cl_mem m, cl_mem *base, size_t *off)
 {
     cl_mem parent = NULL;
     size_t o = 0;
@@ -181,23 +181,35 @@ int cln_strided_meet(size_t a0, size_t ald, size_t alen, size_t b0, size_t bld, 
     return 0;
 }
 
+/* A checked view's buffer (a sub-buffer resolved to its parent) and, in *first, the
+   byte there of its first element; both views were checked, so nothing overflows. */
+static cl_mem cln_view_base(const clnorm_matrix *v, size_t esize, size_t *first)
+{
+    cl_mem base;
+    size_t off;
+    cln_mem_base(v->mem, &base, &off);
+    *first = off + v->offset * esize;
+    return base;
+}
+
+int cln_views_meet(const clnorm_matrix *a, size_t acols, const clnorm_matrix *b, size_t bcols,
+                   size_t rows, size_t esize)
+{
+    size_t a0, b0;
+    if (cln_view_base(a, esize, &a0) != cln_view_base(b, esize, &b0)) return 0;
+    return cln_strided_meet(a0, a->ld * esize, acols * esize, b0, b->ld * esize,
+                            bcols * esize, rows);
+}
+
 clnorm_status cln_check_overlap(const char *a_name, const clnorm_matrix *a, const char *b_name,
                                 const clnorm_matrix *b, size_t rows, size_t cols, size_t esize,
                                 int *same)
 {
-    cl_mem abase, bbase;
-    size_t aoff, boff;
+    size_t a0, b0;
     *same = 0;
     if (rows == 0) return CLNORM_SUCCESS;
-    cln_mem_base(a->mem, &abase, &aoff);
-    cln_mem_base(b->mem, &bbase, &boff);
-    if (abase != bbase) return CLNORM_SUCCESS;
-    /* Byte ranges; both views were checked, so these cannot overflow. */
-    size_t a0 = aoff + a->offset * esize, b0 = boff + b->offset * esize;
-    size_t a1 = aoff + cln_view_end(a->offset, rows, cols, a->ld) * esize;
-    size_t b1 = boff + cln_view_end(b->offset, rows, cols, b->ld) * esize;
+    if (cln_view_base(a, esize, &a0) != cln_view_base(b, esize, &b0)) return CLNORM_SUCCESS;
     if (a0 == b0 && a->ld == b->ld) { *same = 1; return CLNORM_SUCCESS; }
-    if (a1 <= b0 || b1 <= a0) return CLNORM_SUCCESS;
     /* Rows may interleave without sharing an element, at one stride or two. */
     if (!cln_strided_meet(a0, a->ld * esize, cols * esize, b0, b->ld * esize, cols * esize,
                           rows))

@@ -38,8 +38,10 @@ CLN_HIDDEN clnorm_status cln_check_overlap(const char *a_name, const clnorm_matr
    pure function of its numbers, in O(rows) only where the strides differ. */
 CLN_HIDDEN int cln_strided_meet(size_t a0, size_t ald, size_t alen, size_t b0, size_t bld,
                                 size_t blen, size_t rows);
-/* Resolves a sub-buffer to the buffer it lives in and its byte offset there. */
-CLN_HIDDEN void cln_mem_base(cl_mem m, cl_mem *base, size_t *off);
+/* Whether two checked views of rows rows share an element, sub-buffers resolved to
+   the buffer they live in. */
+CLN_HIDDEN int cln_views_meet(const clnorm_matrix *a, size_t acols, const clnorm_matrix *b,
+                              size_t bcols, size_t rows, size_t esize);
 
 /* Refuses two byte ranges [off, off+len) that share memory. */
 CLN_HIDDEN clnorm_status cln_check_disjoint(const char *a_name, cl_mem a, size_t a_off,

@@ -13,6 +13,7 @@ pyopencl.array.Array objects, which run on the array's own queue without any cop
 and return pyopencl arrays with the operation's event attached. Every failure
 raises clnorm.Error. The full guide is docs/python.md in the repository.
 """
+import itertools
 import math
 import sys
 import threading
@@ -505,14 +506,10 @@ def _cl_softmax_stats(x, out, wait_for):
             if not _is_cl(a):
                 raise ArgumentTypeError(
                     f"{name} is a {type(a).__name__}; it must be a pyopencl.array.Array")
-            if a.dtype != _F32 or tuple(a.shape) != (rows,) or a.offset != 0:
-                raise ArgumentError(
-                    f"{name} is {a.dtype} of shape {tuple(a.shape)} at offset "
-                    f"{a.offset}; it must be float32 of shape ({rows},) at offset 0")
-            if rows > 1 and a.strides[0] != 4:
-                raise ArgumentError(
-                    f"{name} is strided ({a.strides[0]} bytes between elements); the "
-                    "library writes rows packed floats, so it must be contiguous")
+            _cl_vector_check(a, name, rows, _F32, q, None, "a pyopencl.array.Array")
+            if a.offset != 0:
+                raise ArgumentError(f"{name} is at offset {a.offset}; the library writes "
+                                    "rows floats at offset 0 of its buffer")
     if not rows:
         return m, l
     n, wl = _wait_list(x.events + m.events + l.events, wait_for)
@@ -850,14 +847,12 @@ def _np_softmax_sharded(shards, outs, sessions):
     # Shard i is written after shard j's statistics but before its write, as in the
     # library's clnorm_softmax_sharded: no output may share memory with another
     # shard's input or output.
-    for i in range(n):
-        for j in range(n):
-            if i != j:
-                for what, other in (("shards", shards[j]), ("out", ys[j])):
-                    if np.shares_memory(ys[i], other):
-                        raise ArgumentError(
-                            f"out[{i}] shares memory with {what}[{j}]: no shard's output "
-                            "may share an element with another shard's input or output")
+    for i, j in itertools.permutations(range(n), 2):
+        for what, other in (("shards", shards[j]), ("out", ys[j])):
+            if np.shares_memory(ys[i], other):
+                raise ArgumentError(
+                    f"out[{i}] shares memory with {what}[{j}]: no shard's output may share "
+                    "an element with another shard's input or output")
     rows = len(xs[0])
     m, l = np.full(rows, -np.inf, _F32), np.zeros(rows, _F32)
     for se, xp in zip(sessions, xs):
