@@ -264,7 +264,10 @@ CLN_INLINE void cln_pair(float *m, float *l, __local float *sm, __local float *s
     const uint lid = get_local_id(0);                                                \
     const uint lane = lid % team;                                                    \
     const ulong row = (ulong)get_group_id(0) * (get_local_size(0) / team) + lid / team; \
-    const bool active = row < rows
+    const bool active = row < rows;                                                  \
+    /* The row to address: spare rows take row 0, since PoCL's work-group functions  \
+       have been seen to load through a spare row's pointers past the buffers. */    \
+    const ulong at = active ? row : 0
 
 /* Split rows: work-group g serves slice g % slices, [c0, c1), of row g / slices,
    with all its work-items as one team. */

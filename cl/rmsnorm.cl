@@ -157,9 +157,6 @@ __kernel void clnorm_add_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
-    /* Spare rows address row 0: PoCL's work-group functions have been seen to load
-       through a spare row's pointers, past the views' buffers. */
-    const ulong at = active ? row : 0;
     __global const cln_t *xr = x + xoff + at * xld;
     __global cln_t *rr = res + roff + at * rld;
     if (active && update)
