@@ -103,7 +103,7 @@ CLN_INLINE float cln_round(float v)
     }                                                                                \
     float sc, rs;                                                                    \
     cln_rms_factor(ss, cols, eps, scale, &sc, &rs);                                  \
-    __global cln_t *yr = y + yoff + row * yld;                                       \
+    __global cln_t *yr = y + yoff + at * yld;                                        \
     for (ulong c = lane; active && c < cols; c += team) {                            \
         float o = (LOADV(c) * sc) * rs;                                              \
         if (has_gamma) o *= CLN_LOAD(gamma, c);                                      \
@@ -119,8 +119,8 @@ __kernel void clnorm_rmsnorm(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
-    __global const cln_t *xr = x + xoff + row * xld;
-    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *xr = x + xoff + at * xld;
+    __global cln_t *yr = y + yoff + at * yld;
     __global const cln_t *gr = has_gamma ? gamma : yr; /* the write pass's pointers */
     float ma;
     float ss = active ? cln_seg_sumsq(xr, yr, gr, cols, 1.0f, lane, team, &ma) : 0.0f;
@@ -219,8 +219,8 @@ __kernel void clnorm_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong xld,
 {
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
-    __global const cln_t *xr = x + xoff + row * xld;
-    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *xr = x + xoff + at * xld;
+    __global cln_t *yr = y + yoff + at * yld;
     const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
@@ -239,9 +239,9 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 {
     CLN_ROW_SETUP();
     if (lid == 0) *CLN_FLAG = 0;
-    __global const cln_t *xr = x + xoff + row * xld;
-    __global cln_t *rr = res + roff + row * rld;
-    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *xr = x + xoff + at * xld;
+    __global cln_t *rr = res + roff + at * rld;
+    __global cln_t *yr = y + yoff + at * yld;
     const uint n = cln_reg_count(active, cols, lane, team, CLN_RMS_REG_K);
     float v[CLN_RMS_REG_K];
 #pragma unroll
@@ -267,8 +267,8 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
 #define CLN_WORDS_ROW(K)                                                             \
     CLN_ROW_SETUP();                                                                 \
     if (lid == 0) *CLN_FLAG = 0;                                                     \
-    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld);     \
-    __global cln_t *yr = y + yoff + row * yld;                                       \
+    __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + at * xld);      \
+    __global cln_t *yr = y + yoff + at * yld;                                        \
     const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));          \
     cln_pw v[K]
 #define CLN_RMS_WORDS_KERNELS(SUFFIX, K)                                             \
@@ -289,7 +289,7 @@ __kernel void clnorm_add_rmsnorm_reg(__global const cln_t *x, ulong xoff, ulong 
         ulong cols, float eps, uint team, __local float *scratch)                     \
     {                                                                                \
         CLN_WORDS_ROW(K);                                                            \
-        __global cln_pw *rr = (__global cln_pw *)(res + roff + row * rld);           \
+        __global cln_pw *rr = (__global cln_pw *)(res + roff + at * rld);            \
         _Pragma("unroll") for (uint i = 0; i < (K); i++) {                           \
             ulong c = (ulong)i * team + lane;                                        \
             v[i] = (cln_pw)0;                                                        \

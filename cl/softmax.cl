@@ -18,8 +18,8 @@ __kernel void clnorm_softmax_three_pass(__global const cln_t *x, ulong xoff, ulo
                                         ulong cols, uint team, __local float *scratch)
 {
     CLN_ROW_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
-    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *xr = x + xoff + at * xld;
+    __global cln_t *yr = y + yoff + at * yld;
     float m = active ? cln_seg_max(xr, cols, lane, team) : -INFINITY;
     m = cln_max(m, scratch, lid, lane, team);
 #if CLN_BLOCKED && CLN_DTYPE == 0
@@ -44,12 +44,12 @@ __kernel void clnorm_softmax_online(__global const cln_t *x, ulong xoff, ulong x
                                     ulong cols, uint team, __local float *scratch)
 {
     CLN_ROW_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
+    __global const cln_t *xr = x + xoff + at * xld;
     float m = -INFINITY, l = 0.0f;
     if (active) cln_seg_online(xr, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
     if (!active) return;
-    cln_seg_softmax_write(xr, y + yoff + row * yld, cols, m, l, lane, team);
+    cln_seg_softmax_write(xr, y + yoff + at * yld, cols, m, l, lane, team);
 }
 #endif
 
@@ -114,8 +114,8 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
                                  ulong cols, uint online, uint team, __local float *scratch)
 {
     CLN_ROW_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
-    __global cln_t *yr = y + yoff + row * yld;
+    __global const cln_t *xr = x + xoff + at * xld;
+    __global cln_t *yr = y + yoff + at * yld;
     /* Slots at or past n hold nothing: skip their exp, which would otherwise be paid
        for every one of the CLN_REG_K slots whatever the row's length. */
     const uint n = cln_reg_count(active, cols, lane, team, CLN_REG_K);
@@ -176,8 +176,8 @@ __kernel void clnorm_softmax_reg(__global const cln_t *x, ulong xoff, ulong xld,
         __local float *scratch)                                                      \
     {                                                                                \
         CLN_ROW_SETUP();                                                             \
-        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + row * xld); \
-        __global cln_pw *yr = (__global cln_pw *)(y + yoff + row * yld);             \
+        __global const cln_pw *xr = (__global const cln_pw *)(x + xoff + at * xld);  \
+        __global cln_pw *yr = (__global cln_pw *)(y + yoff + at * yld);              \
         RT v[K];                                                                     \
         const bool full = CLN_REG_FULL(HAS_FULL, K, cols / CLN_WORD);                \
         const uint n = cln_reg_count(active, cols / CLN_WORD, lane, team, (K));      \
@@ -207,7 +207,7 @@ __kernel void clnorm_softmax_stats(__global const cln_t *x, ulong xoff, ulong xl
                                    __local float *scratch)
 {
     CLN_ROW_SETUP();
-    __global const cln_t *xr = x + xoff + row * xld;
+    __global const cln_t *xr = x + xoff + at * xld;
     float m = -INFINITY, l = 0.0f;
     if (active) cln_seg_online(xr, cols, lane, team, &m, &l);
     cln_pair(&m, &l, scratch, scratch + get_local_size(0), lid, lane, team);
