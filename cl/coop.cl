@@ -65,7 +65,23 @@ CLN_INLINE cln_fv cln_coop_get(__local const float *held, uint j, uint team, uin
     return CLN_CAT(vload, CLN_VEC)(0, t);
 }
 #define CLN_COOP_LOAD(p, k) cln_coop_load_any(p, k)
+/* On NVIDIA (CLN_NV_NOALLOC, float32 programs) the slice's vectors are loaded without
+   allocating in L1: the slice is read once, and L1 shares its room with the local
+   memory that holds the slice's other part. 6-7 % off float32 64x128256 on an H100;
+   16-bit rows gained nothing (docs/DESIGN.md, 'One-launch split rows'). */
+#if defined(CLN_NV_NOALLOC) && CLN_DTYPE == 0 && CLN_VEC == 4
+CLN_INLINE float4 cln_nv_ld_noalloc(__global const float4 *p)
+{
+    float4 r;
+    asm volatile("ld.global.L1::no_allocate.v4.f32 {%0,%1,%2,%3}, [%4];"
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"((ulong)p));
+    return r;
+}
+#define CLN_COOP_LOAD_ALIGNED(p, k) cln_nv_ld_noalloc((__global const float4 *)(p) + (k))
+#else
 #define CLN_COOP_LOAD_ALIGNED(p, k) CLN_LOADV(p, k)
+#endif
 #define CLN_COOP_STORE(p, k, v) cln_coop_store(p, k, v, aligned)
 #define CLN_COOP_HMAX cln_hmax
 #define CLN_COOP_HSUM cln_hsum

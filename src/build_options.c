@@ -11,6 +11,7 @@
 #include "types.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* CLN_BLOCKED of a program: each work-item streams a block of its own on CPUs that
@@ -33,6 +34,14 @@ unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
                                                       : p->simd_lanes && dtype == CLNORM_BF16;
     if (twice && v > 1 && v < 16) v *= 2;
     return v;
+}
+
+/* The float32 coop kernel's loads skip L1 (ld.global.L1::no_allocate, cl/coop.cl) from
+   compute capability 8, where the driver's PTX is 7.4 or later: NVIDIA's driver 470 and
+   up. 16-bit rows gained nothing from it. */
+static int cln_nv_noalloc(const cln_profile *p, clnorm_dtype dtype)
+{
+    return p->nv && p->nv_cc_major >= 8 && atoi(p->driver_version) >= 470 && dtype == CLNORM_F32;
 }
 
 void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, char *buf,
@@ -68,7 +77,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        (cl/coop.cl). */
     snprintf(buf, len,
              "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu"
-             " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s%s%s%s",
+             " -DCLN_COOP_ELEMS=%d%s%s%s%s%s%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), cln_build_blocked(p),
              word, CLN_COOP_ELEMS, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              p->simd_lanes ? " -DCLN_SIMD_LANES=1" : "",
@@ -76,6 +85,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
              p->nv && p->nv_cc_major >= 7 ? " -DCLN_NV_RELAXED" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
+             cln_nv_noalloc(p, dtype) ? " -DCLN_NV_NOALLOC" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
              path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");

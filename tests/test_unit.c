@@ -773,15 +773,22 @@ void test_plan(void)
 /* ---- build options ----------------------------------------------------------------------- */
 /* The options a program is built with carry the paired word the plan assumes (4 on
    GPUs, 2 on CPUs, CLNORM_PAIR_WORD over both) and the bfloat16 conversion through
-   PTX only where NVIDIA's compute capability has it (8 and up) and only for bf16. */
+   PTX only where NVIDIA's compute capability has it (8 and up) and only for bf16, and
+   float32 coop loads that skip L1 from compute capability 8 with a driver of 470 or
+   later. */
 void test_build_options(void)
 {
     named_profile gpu = make_profile("NVIDIA H200", CL_DEVICE_TYPE_GPU, 132, 1024, 49152, 32, 0, 1);
     named_profile old = make_profile("NVIDIA V100", CL_DEVICE_TYPE_GPU, 80, 1024, 49152, 32, 0, 1);
     named_profile cpu = make_profile("PoCL CPU", CL_DEVICE_TYPE_CPU, 2, 4096, 262144, 8, 0, 0);
+    snprintf(gpu.p.driver_version, sizeof gpu.p.driver_version, "580.95.05");
     old.p.nv_cc_major = 7;
+    snprintf(old.p.driver_version, sizeof old.p.driver_version, "580.95.05");
     named_profile older = old;
     older.p.nv_cc_major = 6;
+    /* A driver before 470 has no PTX 7.4, so no L1::no_allocate. */
+    named_profile early = gpu;
+    snprintf(early.p.driver_version, sizeof early.p.driver_version, "465.19.01");
     cpu.p.vec = 8;
     const struct {
         const named_profile *np;
@@ -789,11 +796,17 @@ void test_build_options(void)
         const char *pair_word; /* CLNORM_PAIR_WORD, or NULL */
         const char *word;      /* the -DCLN_WORD expected */
         int cvt;               /* -DCLN_NV_CVT expected */
+        int noalloc;           /* -DCLN_NV_NOALLOC expected */
     } cases[] = {
-        {&gpu, CLNORM_BF16, NULL, "-DCLN_WORD=4", 1}, {&gpu, CLNORM_F32, NULL, "-DCLN_WORD=4", 0},
-        {&gpu, CLNORM_F16, NULL, "-DCLN_WORD=4", 0},  {&old, CLNORM_BF16, NULL, "-DCLN_WORD=4", 0},
-        {&cpu, CLNORM_BF16, NULL, "-DCLN_WORD=2", 0}, {&gpu, CLNORM_BF16, "2", "-DCLN_WORD=2", 1},
-        {&cpu, CLNORM_F32, "4", "-DCLN_WORD=4", 0},   {&older, CLNORM_F32, NULL, "-DCLN_WORD=4", 0},
+        {&gpu, CLNORM_BF16, NULL, "-DCLN_WORD=4", 1, 0},
+        {&gpu, CLNORM_F32, NULL, "-DCLN_WORD=4", 0, 1},
+        {&gpu, CLNORM_F16, NULL, "-DCLN_WORD=4", 0, 0},
+        {&old, CLNORM_BF16, NULL, "-DCLN_WORD=4", 0, 0},
+        {&cpu, CLNORM_BF16, NULL, "-DCLN_WORD=2", 0, 0},
+        {&gpu, CLNORM_BF16, "2", "-DCLN_WORD=2", 1, 0},
+        {&cpu, CLNORM_F32, "4", "-DCLN_WORD=4", 0, 0},
+        {&older, CLNORM_F32, NULL, "-DCLN_WORD=4", 0, 0},
+        {&early, CLNORM_F32, NULL, "-DCLN_WORD=4", 0, 0},
     };
     for (size_t i = 0; i < COUNT_OF(cases); i++) {
         char buf[512];
@@ -805,6 +818,10 @@ void test_build_options(void)
         CHECK((strstr(buf, "-DCLN_NV_CVT") != NULL) == cases[i].cvt,
               "%s %s: \"%s\" should %shave -DCLN_NV_CVT", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, cases[i].cvt ? "" : "not ");
+        CHECK((strstr(buf, "-DCLN_NV_NOALLOC") != NULL) == cases[i].noalloc,
+              "%s driver %s %s: \"%s\" should %shave -DCLN_NV_NOALLOC", cases[i].np->p.device_name,
+              cases[i].np->p.driver_version, cln_dtype_name(cases[i].dt), buf,
+              cases[i].noalloc ? "" : "not ");
         /* The coop kernel's relaxed accesses at the device's scope are NVIDIA's inline
            PTX, from compute capability 7. */
         const int relaxed = cases[i].np->p.nv && cases[i].np->p.nv_cc_major >= 7;
