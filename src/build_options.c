@@ -38,10 +38,12 @@ unsigned cln_build_vec(const cln_profile *p, clnorm_dtype dtype)
 
 /* The float32 coop kernel's loads skip L1 (ld.global.L1::no_allocate, cl/coop.cl) from
    compute capability 8, where the driver's PTX is 7.4 or later: NVIDIA's driver 470 and
-   up. 16-bit rows gained nothing from it. */
-static int cln_nv_noalloc(const cln_profile *p, clnorm_dtype dtype)
+   up. 16-bit rows gained nothing from it. Only the NVIDIA path's programs take it, so
+   that a driver refusing it loses that path, and the local path still builds. */
+static int cln_nv_noalloc(const cln_profile *p, clnorm_dtype dtype, cln_path path)
 {
-    return p->nv && p->nv_cc_major >= 8 && atoi(p->driver_version) >= 470 && dtype == CLNORM_F32;
+    return path == CLN_PATH_NV && p->nv_cc_major >= 8 && atoi(p->driver_version) >= 470 &&
+           dtype == CLNORM_F32;
 }
 
 void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, char *buf,
@@ -85,7 +87,7 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
              p->nv && p->nv_cc_major >= 7 ? " -DCLN_NV_RELAXED" : "",
              path == CLN_PATH_NV && p->nv_cc_major >= 7 ? " -DCLN_NV_SYNC" : "",
              p->nv && p->nv_cc_major >= 8 && dtype == CLNORM_BF16 ? " -DCLN_NV_CVT" : "",
-             cln_nv_noalloc(p, dtype) ? " -DCLN_NV_NOALLOC" : "",
+             cln_nv_noalloc(p, dtype, path) ? " -DCLN_NV_NOALLOC" : "",
              p->nv_compiler_options ? " -cl-nv-maxrregcount=64" : "",
              path == CLN_PATH_SUBGROUP && *p->subgroup_std ? " " : "",
              path == CLN_PATH_SUBGROUP ? p->subgroup_std : "");

@@ -829,6 +829,13 @@ void test_build_options(void)
               "%s %s: \"%s\" should %shave -DCLN_NV_RELAXED", cases[i].np->p.device_name,
               cln_dtype_name(cases[i].dt), buf, relaxed ? "" : "not ");
     }
+    /* The local path, where the NVIDIA path's program did not build, goes without it. */
+    {
+        char buf[512];
+        t_config("CLNORM_PAIR_WORD", NULL);
+        cln_build_options(&gpu.p, CLNORM_F32, CLN_PATH_LOCAL, buf, sizeof buf);
+        CHECK(strstr(buf, "-DCLN_NV_NOALLOC") == NULL, "NVIDIA H200's local path: \"%s\"", buf);
+    }
     /* The loops' layout: GPUs 16 bytes a work-item, dealt round-robin; PoCL its own
        block in its preferred vectors; llvmpipe, whose work-items are SIMD lanes, a GPU's
        round-robin vectors of 4 (8 in bfloat16), and the CPU attention's scalar form. */
