@@ -37,7 +37,7 @@ static char *fresh_dir(void)
 static void inject(const char *list)
 {
     t_setenv("CLNORM_TEST_FAULTS", list);
-    CHECK(cln_faults_set(list) == 0, "faults \"%s\" refused", list);
+    CHECK(cln_faults_set(list) == 0, "faults \"%s\" refused", list ? list : "(none)");
     CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
 }
 
