@@ -187,8 +187,9 @@ CLNORM_API clnorm_status clnorm_add_rmsnorm(cl_command_queue queue, clnorm_dtype
 
 /*! clnorm_stats_merge() :
  *  (m, l) of the union of two parts: m = max(ma, mb), l = e^(ma-m) la + e^(mb-m) lb.
- *  (-INFINITY, 0) is the identity; a NaN in either input gives (NaN, NaN); two parts
- *  with the same infinite maximum add their sums.
+ *  (-INFINITY, 0) is the identity, and a part whose maximum is -INFINITY is empty
+ *  whatever its sum; a NaN in either input gives (NaN, NaN); two parts whose maximum
+ *  is +INFINITY add their sums (the counts of their +inf entries).
  *  Borrows: m and l, written before return; they must not be NULL (where either is,
  *           nothing is written).
  *  Pure host function: no device, no state, never fails. */
@@ -208,8 +209,9 @@ CLNORM_API void clnorm_stats_merge(float ma, float la, float mb, float lb,
  *  Borrows: x and y (views of dtype; y may be exactly x), row_max and row_sum
  *           (float32 arrays of rows elements at offset 0), for the call.
  *  Returns: CLNORM_SUCCESS once enqueued; *event completes with the whole write.
- *  Refuses: the common refusals of the device-buffer functions, and statistics
- *           buffers smaller than rows floats (CLNORM_OUT_OF_BOUNDS). */
+ *  Refuses: CLNORM_INVALID_ARGUMENT for row_max or row_sum NULL or sharing a byte
+ *           with y; CLNORM_OUT_OF_BOUNDS for statistics buffers smaller than rows
+ *           floats; and the common refusals above. */
 CLNORM_API clnorm_status clnorm_softmax_apply(cl_command_queue queue, clnorm_dtype dtype,
                                               size_t rows, size_t cols, clnorm_matrix x,
                                               cl_mem row_max, cl_mem row_sum,
@@ -220,9 +222,12 @@ CLNORM_API clnorm_status clnorm_softmax_apply(cl_command_queue queue, clnorm_dty
  *  On the device, per row: (a_max[r], a_sum[r]) <- clnorm_stats_merge of itself and
  *  (b_max[r], b_sum[r]).
  *  Borrows: four float32 arrays of rows elements at offset 0; a_max and a_sum are
- *           updated in place.
- *  Refuses: NULL buffers (CLNORM_INVALID_ARGUMENT), buffers smaller than rows floats
- *           (CLNORM_OUT_OF_BOUNDS). */
+ *           updated in place. b may be exactly a (the same two buffers).
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL buffer, a_max sharing bytes with
+ *           a_sum, or b overlapping a other than exactly; CLNORM_OUT_OF_BOUNDS for
+ *           a buffer smaller than rows floats; the queue, wait-list and environment
+ *           refusals common to the device-buffer functions. */
 CLNORM_API clnorm_status clnorm_stats_merge_rows(cl_command_queue queue, size_t rows,
                                                  cl_mem a_max, cl_mem a_sum,
                                                  cl_mem b_max, cl_mem b_sum,
@@ -242,8 +247,14 @@ typedef struct clnorm_shard {
  *  Borrows: shards (n of them) and their queues and buffers, for the call;
  *           row_max and row_sum: NULL, or host arrays of rows floats that receive the
  *           whole rows' statistics.
- *  Refuses: n == 0 or shards NULL, and any shard's refusal as clnorm_softmax_stats
- *           gives it; a refused request writes no shard. */
+ *  Returns: CLNORM_SUCCESS once every shard is written.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for n == 0, shards NULL, a shard's queue NULL
+ *           or cols 0, a shard's x and y overlapping other than exactly, or one
+ *           shard's y sharing elements with another shard's x or y; each shard's
+ *           views as clnorm_softmax checks them (CLNORM_OUT_OF_BOUNDS past their
+ *           buffer); and the common refusals above. Every shard is checked, and
+ *           every shard's write planned, before anything is enqueued: a refused
+ *           request writes no shard. */
 CLNORM_API clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
                                                 const clnorm_shard *shards,
                                                 float *row_max, float *row_sum);
@@ -283,10 +294,16 @@ typedef struct clnorm_attention_desc {
  *           x head_dim); lse: NULL, or float32 at offset 0 with batch*q_heads*q_len
  *           elements, element (b*q_heads + h)*q_len + t receiving m + log(l) of that
  *           query's scores.
- *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL desc or buffer, zero sizes where a
- *           size is needed, q_heads not a multiple of kv_heads, head_dim outside
- *           1..256, a scale that is not finite, or out overlapping q, k
- *           or v; CLNORM_OUT_OF_BOUNDS for a view past its buffer. */
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for; no query
+ *           (batch, q_heads or q_len 0) enqueues nothing but the event.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL desc or buffer, q_heads or kv_heads
+ *           0, q_heads not a multiple of kv_heads, head_dim outside 1..256, a scale
+ *           that is not finite, q_heads, q_len, kv_len or q_heads x q_len past
+ *           2^31 - 1, out's strides letting two elements meet, or out, lse or
+ *           kv_lens sharing memory with a buffer the call reads or writes;
+ *           CLNORM_OUT_OF_BOUNDS for a view past its buffer, or lse or kv_lens
+ *           smaller than their elements; and the queue, dtype, wait-list and
+ *           environment refusals common to the device-buffer functions. */
 CLNORM_API clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
                                           const clnorm_attention_desc *desc,
                                           clnorm_tensor q, clnorm_tensor k,
@@ -301,7 +318,13 @@ CLNORM_API clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype d
  *  -inf.
  *  Borrows: out_a, out_b, out (views of dtype; out may be exactly out_a); lse_a,
  *           lse_b, lse (float32 arrays of rows at offset 0; lse may be lse_a).
- *  Refuses: the common refusals of the device-buffer functions. */
+ *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
+ *  Refuses: CLNORM_INVALID_ARGUMENT for head_dim 0 or past 2^31 - 1, a NULL
+ *           array, out overlapping out_a (other than exactly) or out_b, lse
+ *           sharing bytes with lse_a (other than being it), lse_b or any view, out
+ *           sharing bytes with lse_a or lse_b; CLNORM_OUT_OF_BOUNDS for an array of
+ *           fewer than rows floats; and the common refusals above, head_dim in the
+ *           place of cols. */
 CLNORM_API clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
                                                 size_t rows, size_t head_dim,
                                                 clnorm_matrix out_a, cl_mem lse_a,

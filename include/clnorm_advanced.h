@@ -328,13 +328,25 @@ CLNORM_API clnorm_cache_file_status clnorm_cache_inspect(const char *name, int c
    clnorm_last_error(). */
 
 /* Checks the arguments of a clnorm_softmax call (queue, dtype, cols, the x and y
-   views against their buffers, and their overlap) exactly as clnorm_softmax does,
+   views against their buffers, their overlap, and the CLNORM_* environment) exactly
+   as clnorm_softmax does,
    without enqueuing or writing anything. The algorithm and wait list are not
    arguments here. rows == 0 passes where the rest does. Returns the status
    clnorm_softmax would refuse with, and sets clnorm_last_error() as it would. */
 CLNORM_API clnorm_status clnorm_softmax_check(cl_command_queue queue, clnorm_dtype dtype,
                                               size_t rows, size_t cols, clnorm_matrix x,
                                               clnorm_matrix y);
+
+/* Checks a request for the write of sharded softmax: the arguments as
+   clnorm_softmax_check checks them, then the plan of clnorm_softmax_apply on rows x
+   cols of dtype, made under the queue's and the thread's hints, and its kernel's build
+   (a first call on a device builds it here). Nothing is enqueued or written; the
+   statistics buffers are not arguments. Returns the status clnorm_softmax_apply would
+   refuse with, and sets clnorm_last_error() as it would: a layer that writes shards on
+   several queues or ranks learns of a refused write before any shard is written. */
+CLNORM_API clnorm_status clnorm_softmax_apply_check(cl_command_queue queue, clnorm_dtype dtype,
+                                                    size_t rows, size_t cols, clnorm_matrix x,
+                                                    clnorm_matrix y);
 
 /* Records message (NULL: "") as this thread's clnorm_last_error() and returns status
    unchanged; a message longer than the library keeps is truncated. */

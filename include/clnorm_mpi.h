@@ -25,7 +25,12 @@ extern "C" {
  *  Refuses: where any rank's request is refused, every rank returns that status (the
  *           lowest-ranked failure's) with its message, and no rank writes y: no rank
  *           is left waiting. Where no rank refuses its own request, ranks that
- *           disagree on dtype or rows are refused with CLNORM_INVALID_ARGUMENT. */
+ *           disagree on dtype or rows are refused with CLNORM_INVALID_ARGUMENT.
+ *           Before any collective, on the calling rank alone: CLNORM_UNSUPPORTED
+ *           before MPI_Init or after MPI_Finalize, and CLNORM_INVALID_ARGUMENT for
+ *           comm MPI_COMM_NULL or an intercommunicator (every rank of one sees it
+ *           so). A failed MPI call during the collective returns
+ *           CLNORM_UNSUPPORTED with MPI's message. */
 CLNORM_API clnorm_status clnorm_mpi_softmax(MPI_Comm comm, cl_command_queue queue,
                                             clnorm_dtype dtype, size_t rows, size_t cols,
                                             clnorm_matrix x, clnorm_matrix y,

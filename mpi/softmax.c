@@ -177,10 +177,11 @@ clnorm_status clnorm_mpi_softmax(MPI_Comm comm, cl_command_queue queue, clnorm_d
     cmpi_call c = {.q = queue, .rows = rows};
     MPI_Op op = MPI_OP_NULL;
     MPI_Datatype type = MPI_DATATYPE_NULL;
-    /* The local part: the request checked as clnorm_softmax would, the reduction's op,
-       then this shard's statistics. Whatever fails here, every rank learns of it
-       before any writes y or enters the reduction. */
-    st = clnorm_softmax_check(queue, dtype, rows, cols, x, y);
+    /* The local part: the request checked as clnorm_softmax would and its write planned
+       (clnorm_softmax_apply_check), the reduction's op, then this shard's statistics.
+       Whatever fails here, every rank learns of it before any writes y or enters the
+       reduction. */
+    st = clnorm_softmax_apply_check(queue, dtype, rows, cols, x, y);
     if (!st && rows) st = clnorm_mpi_stats_op(&op, &type);
     if (!st && rows) st = cmpi_local_stats(&c, dtype, cols, x);
     st = cmpi_agree(cmpi_fn, comm, rank, size, st, dtype, rows);

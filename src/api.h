@@ -1,5 +1,6 @@
 /* What the entry points share: the plan of one call and the record of the calling
-   thread's last operation (api_plan.c), which the operations (ops.c) use. */
+   thread's last operation (api_plan.c), which the operations (ops.c) use, and the
+   check sharded softmax makes of each shard's write (ops_given.c). */
 #ifndef CLNORM_API_INTERNAL_H
 #define CLNORM_API_INTERNAL_H
 
@@ -22,5 +23,12 @@ CLN_HIDDEN clnorm_status cln_plan_call(const cln_settings *s, const cln_profile 
    plan, dtype, the word its programs were built with and whether the tuning table
    chose it. */
 CLN_HIDDEN void cln_last_set(const cln_plan *plan, clnorm_dtype dtype, size_t word, int tuned);
+
+/* Whether clnorm_softmax_apply of rows x cols of dtype on q would be refused at
+   planning or at its kernel's build (ops_given.c), checked with nothing enqueued:
+   sharded softmax plans every shard's write before it enqueues anything. The views
+   are not checked. */
+CLN_HIDDEN clnorm_status cln_softmax_apply_ready(cl_command_queue q, clnorm_dtype dtype,
+                                                 size_t rows, size_t cols);
 
 #endif

@@ -1,6 +1,9 @@
-/* The advanced API for layers built on clnorm: a softmax request checked without
-   being enqueued, and a way to report a refusal through clnorm_last_error(). */
+/* The advanced API for layers built on clnorm: a softmax request, or the write of a
+   sharded one, checked without being enqueued, and a way to report a refusal through
+   clnorm_last_error(). */
 #include "clnorm_advanced.h"
+#include "api.h"
+#include "config.h"
 #include "status.h"
 #include "types.h"
 #include "validate.h"
@@ -20,7 +23,16 @@ clnorm_status clnorm_softmax_check(cl_command_queue queue, clnorm_dtype dtype, s
         (st = cln_check_view("y", ctx, &y, rows, cols, es)) ||
         (st = cln_check_overlap("x", &x, "y", &y, rows, cols, es, &same)))
         return st;
-    return CLNORM_SUCCESS;
+    const cln_settings *set; /* a bad CLNORM_* environment value, rows == 0 included */
+    return cln_settings_begin(queue, &set);
+}
+
+clnorm_status clnorm_softmax_apply_check(cl_command_queue queue, clnorm_dtype dtype,
+                                         size_t rows, size_t cols, clnorm_matrix x,
+                                         clnorm_matrix y)
+{
+    clnorm_status st = clnorm_softmax_check(queue, dtype, rows, cols, x, y);
+    return st ? st : cln_softmax_apply_ready(queue, dtype, rows, cols);
 }
 
 clnorm_status clnorm_set_last_error(clnorm_status status, const char *message)

@@ -2,6 +2,7 @@
    softmax with the statistics of each row given, clnorm_stats_merge_rows merges two
    sets of statistics row by row. Validate, plan (cln_plan_apply), lease the kernel,
    enqueue (enqueue.c). */
+#include "api.h"
 #include "build_options.h"
 #include "config.h"
 #include "enqueue.h"
@@ -27,16 +28,15 @@ static void cln_given_trace(const cln_plan *pl, clnorm_dtype dtype, const cln_ar
             pl->groups);
 }
 
-/* Plans kernel kid under the settings of the call's thread and queue, leases it
-   (re-planning once under a compiled kernel's lower work-group limit) and enqueues. */
-static clnorm_status cln_enqueue_given(cl_command_queue q, cl_context ctx, cl_device_id dev,
-                                       cln_kernel_id kid, clnorm_dtype dtype, const cln_args *a,
-                                       cl_uint num_wait, const cl_event *wait_list,
-                                       cl_event *event)
+/* Plans kernel kid under the settings of the call's thread and queue and leases it in
+   lease[0] (re-planning once under a compiled kernel's lower work-group limit). */
+static clnorm_status cln_given_plan(cl_command_queue q, cl_context ctx, cl_device_id dev,
+                                    cln_kernel_id kid, clnorm_dtype dtype, const cln_args *a,
+                                    const cln_profile **profile, cln_plan *plan,
+                                    cln_kernel_lease lease[3])
 {
     const cln_settings *set;
     const cln_profile *prof;
-    cln_kernel_lease lease[3] = {{0}, {0}, {0}};
     cln_plan pl;
     char why[512] = "";
     clnorm_status st = cln_settings_begin(q, &set);
@@ -68,8 +68,42 @@ static clnorm_status cln_enqueue_given(cl_command_queue q, cl_context ctx, cl_de
                             cln_kernel_name(kid), prof->device_name, pl.wg, lease[0].max_wg);
         lim.max_wg = lease[0].max_wg;
     }
+    *profile = prof;
+    *plan = pl;
+    return CLNORM_SUCCESS;
+}
+
+/* Plans and leases kernel kid (cln_given_plan), then enqueues it. */
+static clnorm_status cln_enqueue_given(cl_command_queue q, cl_context ctx, cl_device_id dev,
+                                       cln_kernel_id kid, clnorm_dtype dtype, const cln_args *a,
+                                       cl_uint num_wait, const cl_event *wait_list,
+                                       cl_event *event)
+{
+    const cln_profile *prof;
+    cln_kernel_lease lease[3] = {{0}, {0}, {0}};
+    cln_plan pl;
+    clnorm_status st = cln_given_plan(q, ctx, dev, kid, dtype, a, &prof, &pl, lease);
+    if (st) return st;
     cln_given_trace(&pl, dtype, a, prof);
     return cln_enqueue_plan(q, ctx, prof, &pl, lease, a, num_wait, wait_list, event);
+}
+
+/* What would refuse clnorm_softmax_apply at planning or at its kernel's build (api.h),
+   with nothing enqueued: the plan is made and the kernel leased, then returned. */
+clnorm_status cln_softmax_apply_ready(cl_command_queue q, clnorm_dtype dtype, size_t rows,
+                                      size_t cols)
+{
+    cl_context ctx;
+    cl_device_id dev;
+    clnorm_status st = cln_check_queue(q, &ctx, &dev);
+    if (st || rows == 0) return st;
+    const cln_profile *prof;
+    cln_kernel_lease lease[3] = {{0}, {0}, {0}};
+    cln_plan pl;
+    const cln_args a = {.rows = rows, .cols = cols};
+    st = cln_given_plan(q, ctx, dev, CLN_K_SOFTMAX_APPLY, dtype, &a, &prof, &pl, lease);
+    if (!st) cln_kernel_return(&lease[0]);
+    return st;
 }
 
 clnorm_status clnorm_softmax_apply(cl_command_queue queue, clnorm_dtype dtype, size_t rows,

@@ -1,5 +1,6 @@
 /* Sessions (one context and one in-order queue on one device) and the host-array
    functions built on them. */
+#include "config.h"
 #include "devices.h"
 #include "status.h"
 #include "types.h"
@@ -71,7 +72,9 @@ static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype,
         __builtin_mul_overflow(*bytes, cln_dtype_size(dtype), bytes))
         return cln_fail(CLNORM_INVALID_ARGUMENT, "rows %zu x cols %zu overflows size_t", rows,
                         cols);
-    return CLNORM_SUCCESS;
+    /* A bad CLNORM_* environment value fails the call, rows == 0 included. */
+    const cln_settings *set;
+    return cln_settings_begin(s->queue, &set);
 }
 
 static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *init, cl_mem *out,

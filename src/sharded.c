@@ -1,8 +1,11 @@
 /* clnorm_softmax_sharded: softmax over column shards on any mix of queues, devices
-   and platforms. Every shard is validated before anything is enqueued; then each
-   shard's statistics are taken on its device (all enqueued before any wait, so that
-   the devices overlap), read back, merged on the host in shard order, written back to
-   every device, and each shard is written with them (clnorm_softmax_apply). */
+   and platforms. Every shard is validated, and its write planned, before anything is
+   enqueued; then each shard's statistics are taken on its device (all enqueued before
+   any wait, so that the devices overlap), read back, merged on the host in shard
+   order, written back to every device, and each shard is written with them
+   (clnorm_softmax_apply). */
+#include "api.h"
+#include "config.h"
 #include "status.h"
 #include "types.h"
 #include "validate.h"
@@ -57,7 +60,9 @@ static clnorm_status cln_check_shards(clnorm_dtype dtype, size_t rows, size_t n,
                                     &same)))
             return st;
     }
-    if (rows == 0) return CLNORM_SUCCESS;
+    /* A bad CLNORM_* environment value fails the call, rows == 0 included. */
+    const cln_settings *set;
+    if (rows == 0) return cln_settings_begin(shards[0].queue, &set);
     /* Shard i's y is written while shard j's x is read and its y written. */
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
@@ -103,6 +108,11 @@ clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
     clnorm_matrix *views = malloc(2 * n * sizeof *views);
     if (!views) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for %zu shards", n);
     st = cln_check_shards(dtype, rows, n, shards, views);
+    /* Every shard's write planned (and its kernel built) before anything is enqueued:
+       a write refused after others were enqueued would leave those shards written. */
+    for (size_t i = 0; i < n && !st; i++)
+        if ((st = cln_softmax_apply_ready(shards[i].queue, dtype, rows, shards[i].cols)))
+            cln_shard_fail(st, i);
     if (st || rows == 0) {
         free(views);
         return st;

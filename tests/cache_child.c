@@ -6,13 +6,17 @@
                             the program came from the disk cache; "prewarm" runs with
                             a disk cache folder of its own, to fill only the driver's
                             own caches;
+     bad-env VAR            run with VAR set to a value clnorm refuses: every entry
+                            point that takes the environment, on 0 rows and on 1,
+                            must refuse with CLNORM_INVALID_ARGUMENT naming VAR and
+                            write nothing;
      every [checks...]      every operation in every dtype on the shapes warmup_builds
                             uses, each result checked, then the checks named after it:
                             no-builds (no program built from source), local (every
                             call and the device's profile on the local path),
                             no-retry (no probe run and no build refused: what an
                             earlier process learnt came from the probe record).
-   Exit 0 good, 1 a failed call or a wrong value, 3 not warm, 4 built, 5 not local,
+   Exit 0 good, 1 a failed call, a wrong value or (bad-env) a call let through, 3 not warm, 4 built, 5 not local,
    6 retried. */
 #define _POSIX_C_SOURCE 200809L
 #include "clnorm_advanced.h"
@@ -26,11 +30,13 @@
 #include <string.h>
 
 static int every(const char *spec, int argc, char **argv);
+static int bad_env(const char *spec, const char *var);
 
 int main(int argc, char **argv)
 {
     const char *spec = argc > 1 && *argv[1] ? argv[1] : NULL;
     if (argc > 2 && !strcmp(argv[2], "every")) return every(spec, argc - 3, argv + 3);
+    if (argc > 3 && !strcmp(argv[2], "bad-env")) return bad_env(spec, argv[3]);
     int warm = argc > 2 && !strcmp(argv[2], "warm");
     /* prewarm: a folder of its own, so that the driver builds the very programs the
        others will (on PoCL, a program per kernel where the disk cache is on). */
@@ -226,4 +232,113 @@ static int every(const char *spec, int argc, char **argv)
         }
     }
     return 0;
+}
+
+/* ---- bad-env ------------------------------------------------------------------------ */
+static int bad_env_failures;
+
+/* The call's status must be CLNORM_INVALID_ARGUMENT with a message naming var. */
+static void expect_refused(const char *call, size_t rows, clnorm_status st, const char *var)
+{
+    if (st == CLNORM_INVALID_ARGUMENT && strstr(clnorm_last_error(), var)) return;
+    fprintf(stderr, "cache_child: %s on %zu rows under a bad %s: %s: \"%s\"\n", call, rows, var,
+            clnorm_status_string(st), clnorm_last_error());
+    bad_env_failures++;
+}
+
+static int bad_env(const char *spec, const char *var)
+{
+    enum { COLS = 8, N = 2 * COLS };
+    static const float poison = -12345.0f;
+    float host[N], out[N], rm[2], rs[2];
+    for (int i = 0; i < N; i++) {
+        host[i] = (float)i / 4.0f;
+        out[i] = poison;
+    }
+    /* Opening a session reads no setting the environment could spoil. */
+    clnorm_session *s = NULL;
+    clnorm_status st = clnorm_session_create(spec, &s);
+    if (st) {
+        fprintf(stderr, "cache_child: %s: %s\n", clnorm_status_string(st), clnorm_last_error());
+        return 1;
+    }
+    cl_context ctx = clnorm_session_context(s);
+    cl_command_queue q = clnorm_session_queue(s);
+    cl_int err;
+    cl_mem x = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host,
+                              &err);
+    cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof out, out,
+                              &err);
+    cl_mem r = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host,
+                              &err);
+    cl_mem st4[4];
+    for (int i = 0; i < 4; i++)
+        st4[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, 2 * sizeof(float),
+                                host, &err);
+    clnorm_matrix mx = {x, 0, COLS}, my = {y, 0, COLS}, mr = {r, 0, COLS};
+    clnorm_tensor tq = {x, 0, COLS, COLS, COLS}, tk = {r, 0, COLS, COLS, COLS};
+    clnorm_tensor to = {y, 0, COLS, COLS, COLS};
+    clnorm_shard shard = {q, COLS, mx, my};
+    for (size_t rows = 0; rows <= 2; rows += 2) {
+        clnorm_attention_desc d = {1, 1, 1, rows / 2, 1, COLS, 0.0f, 0, NULL};
+        expect_refused("clnorm_rmsnorm", rows,
+                       clnorm_rmsnorm(q, CLNORM_F32, rows, COLS, mx, NULL, my, 1e-6f, 0, NULL,
+                                      NULL), var);
+        expect_refused("clnorm_add_rmsnorm", rows,
+                       clnorm_add_rmsnorm(q, CLNORM_F32, rows, COLS, mx, mr, 0, NULL, my, 1e-6f,
+                                          0, NULL, NULL), var);
+        expect_refused("clnorm_softmax", rows,
+                       clnorm_softmax(q, CLNORM_F32, rows, COLS, mx, my, CLNORM_SOFTMAX_AUTO, 0,
+                                      NULL, NULL), var);
+        expect_refused("clnorm_softmax_stats", rows,
+                       clnorm_softmax_stats(q, CLNORM_F32, rows, COLS, mx, st4[0], st4[1], 0,
+                                            NULL, NULL), var);
+        expect_refused("clnorm_softmax_apply", rows,
+                       clnorm_softmax_apply(q, CLNORM_F32, rows, COLS, mx, st4[0], st4[1], my, 0,
+                                            NULL, NULL), var);
+        expect_refused("clnorm_stats_merge_rows", rows,
+                       clnorm_stats_merge_rows(q, rows, st4[0], st4[1], st4[2], st4[3], 0, NULL,
+                                               NULL), var);
+        expect_refused("clnorm_softmax_sharded", rows,
+                       clnorm_softmax_sharded(CLNORM_F32, rows, 1, &shard, NULL, NULL), var);
+        expect_refused("clnorm_softmax_check", rows,
+                       clnorm_softmax_check(q, CLNORM_F32, rows, COLS, mx, my), var);
+        expect_refused("clnorm_attention", rows,
+                       clnorm_attention(q, CLNORM_F32, &d, tq, tk, tk, to, NULL, 0, NULL, NULL),
+                       var);
+        expect_refused("clnorm_attention_merge", rows,
+                       clnorm_attention_merge(q, CLNORM_F32, rows, COLS, mx, st4[0], mr, st4[1],
+                                              my, st4[2], 0, NULL, NULL), var);
+        expect_refused("clnorm_rmsnorm_host", rows,
+                       clnorm_rmsnorm_host(s, CLNORM_F32, rows, COLS, host, NULL, out, 1e-6f),
+                       var);
+        expect_refused("clnorm_softmax_host", rows,
+                       clnorm_softmax_host(s, CLNORM_F32, rows, COLS, host, out,
+                                           CLNORM_SOFTMAX_AUTO), var);
+        expect_refused("clnorm_softmax_stats_host", rows,
+                       clnorm_softmax_stats_host(s, CLNORM_F32, rows, COLS, host, rm, rs), var);
+        expect_refused("clnorm_softmax_apply_host", rows,
+                       clnorm_softmax_apply_host(s, CLNORM_F32, rows, COLS, host, rm, rs, out),
+                       var);
+        expect_refused("clnorm_add_rmsnorm_host", rows,
+                       clnorm_add_rmsnorm_host(s, CLNORM_F32, rows, COLS, host, out, 0, NULL,
+                                               out, 1e-6f), var);
+        expect_refused("clnorm_warmup", rows, clnorm_warmup(q), var);
+    }
+    /* Nothing was written: neither y nor the host output. */
+    float back[N];
+    err = clEnqueueReadBuffer(q, y, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL);
+    for (int i = 0; i < N; i++)
+        if (err != CL_SUCCESS || back[i] != poison || out[i] != poison) {
+            fprintf(stderr, "cache_child: element %d written under a bad %s (%g, host %g)\n", i,
+                    var, back[i], out[i]);
+            bad_env_failures++;
+            break;
+        }
+    clReleaseMemObject(x);
+    clReleaseMemObject(y);
+    clReleaseMemObject(r);
+    for (int i = 0; i < 4; i++) clReleaseMemObject(st4[i]);
+    clnorm_session_destroy(s);
+    return bad_env_failures ? 1 : 0;
 }

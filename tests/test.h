@@ -49,6 +49,7 @@
     TEST_CASE(split_scratch, device)                        \
     TEST_CASE(kernel_args, device)                          \
     TEST_CASE(config_api, device)                           \
+    TEST_CASE(env_refused, device)                          \
     TEST_CASE(plan_query, device)                           \
     TEST_CASE(near_flt_max, device)                         \
     TEST_CASE(softmax_check, device)                        \

@@ -5,6 +5,9 @@
    hints > queue hints > process configuration > the library, as plan queries and the
    plans of real calls show it; clnorm_release_cache drops the queue hints of its
    context only; the tuning hint against a tuning table written through the API.
+   env_refused: in a process started with a bad CLNORM_* value, every entry point that
+   reads the settings refuses, naming the variable, on 0 rows as on 2, and writes
+   nothing (the helper program's bad-env mode).
    plan_query: a query answers the plan a real call runs (clnorm_last_plan) for several
    operations, shapes and dtypes, with and without hints, per thread; refusals. */
 #define _POSIX_C_SOURCE 200809L
@@ -715,4 +718,18 @@ void test_plan_query(void)
                  info.reduction != CLNORM_REDUCTION_LOCAL ? CLNORM_SUCCESS : CLNORM_UNSUPPORTED);
     }
     CHECK_ST(clnorm_config_set(&saved), CLNORM_SUCCESS);
+}
+
+/* ---- env_refused ---------------------------------------------------------------------- */
+void test_env_refused(void)
+{
+    static const char *const bad[][2] = {{"CLNORM_VARIANT", "bogus"},
+                                         {"CLNORM_REDUCTION", "fast"},
+                                         {"CLNORM_WORK_GROUP", "-3"}};
+    for (size_t i = 0; i < COUNT_OF(bad); i++) {
+        const char *const args[] = {"bad-env", bad[i][0], NULL};
+        const int rc = t_run_child(args, NULL, bad[i][0], bad[i][1]);
+        CHECK(rc == 0, "%s=%s: the helper's bad-env mode exited with %d (its stderr names "
+              "the calls let through)", bad[i][0], bad[i][1], rc);
+    }
 }

@@ -467,12 +467,8 @@ off:
 /* Starts n copies of the helper program at once on dir; returns how many failed. */
 static int run_children(int n, const char *dir, const char *arg)
 {
-    char self[4096], child[4200];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return n;
-    self[len] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(child, sizeof child, "%s/clnorm_cache_child", self);
+    char child[4200];
+    if (!t_child_path(child, sizeof child)) return n;
     int gate[2];
     if (pipe(gate) != 0) return n;
     pid_t pids[32];

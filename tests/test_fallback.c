@@ -49,28 +49,6 @@ static clnorm_reduction device_path(void)
     return info.reduction;
 }
 
-/* Runs the helper program (cache_child.c) with args; its stderr goes to err_file (or
-   is kept). Returns its exit status, -1 when it did not exit. */
-static int run_child(const char *const *args, const char *err_file)
-{
-    char self[4096], child[4200];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return -1;
-    self[len] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(child, sizeof child, "%s/clnorm_cache_child", self);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (err_file && !freopen(err_file, "w", stderr)) _exit(126);
-        execl(child, child, T.spec ? T.spec : "", args[0], args[1], args[2], args[3],
-              (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
-}
-
 /* Every operation in every dtype on two shapes, checked; counts the calls that ran on
    another path than the local one. */
 static int every_op(void)
@@ -147,7 +125,7 @@ void test_fast_path_fallback(void)
     /* A new process reads the probe record: every call local, no probe run, no build
        refused. */
     const char *const local[] = {"every", "local", "no-retry", NULL};
-    int rc = run_child(local, NULL);
+    int rc = t_run_child(local, NULL, NULL, NULL);
     CHECK(rc == 0, "a new process with the probe record: exit status %d", rc);
 
     /* A new process on a fresh folder tries again; CLNORM_TRACE shows the build log. */
@@ -156,7 +134,7 @@ void test_fast_path_fallback(void)
     t_setenv("CLNORM_CACHE_DIR", trace_dir);
     t_setenv("CLNORM_TRACE", "1");
     const char *const traced[] = {"every", "local", NULL, NULL};
-    rc = run_child(traced, err_file);
+    rc = t_run_child(traced, err_file, NULL, NULL);
     CHECK(rc == 0, "a new process on a fresh folder: exit status %d", rc);
     FILE *f = fopen(err_file, "r");
     char text[16384] = "";

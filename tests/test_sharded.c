@@ -8,6 +8,7 @@
    test and a second one, CLNORM_TEST_SECOND_DEVICE (a clnorm_session_create spec),
    by default "pocl", or "llvmpipe" where the device under test is PoCL. */
 #include "test.h"
+#include "clnorm_advanced.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -316,6 +317,33 @@ void test_sharded_bad_input(void)
                   label, clnorm_last_error(), word);
         for (int b = 0; b < p.nbuf; b++) memset(p.b[b].is_y, 0, p.b[b].n);
         CHECK(problem_read(&p) && check_untouched(&p, label), "%s wrote a buffer", label);
+        problem_free(&p);
+    }
+    /* A shard whose write is refused at planning while its statistics are not: its
+       queue's hints ask for teams of 3 work-items, which divide no work-group the apply
+       kernel takes. Shards before it on another queue must not be written either. */
+    {
+        random_x(x, rows, total);
+        problem p;
+        problem_make(&p, CLNORM_F32, rows, 3, cols, L_SEPARATE, x, T.ctx);
+        cl_command_queue q2 = t_new_queue(T.ctx, T.dev, 0);
+        clnorm_plan_hints h;
+        clnorm_plan_hints_init(&h);
+        h.items_per_row = 3;
+        if (CHECK(q2 != NULL, "a second queue") &&
+            CHECK_ST(clnorm_set_queue_hints(q2, &h), CLNORM_SUCCESS)) {
+            p.sh[0].queue = p.sh[1].queue = T.q;
+            p.sh[2].queue = q2;
+            const clnorm_status st = clnorm_softmax_sharded(CLNORM_F32, rows, 3, p.sh, NULL, NULL);
+            CHECK(st == CLNORM_INVALID_ARGUMENT && t_mentions(clnorm_last_error(), "3"),
+                  "teams of 3 on the last shard's queue: %s, \"%s\"", clnorm_status_string(st),
+                  clnorm_last_error());
+            for (int b = 0; b < p.nbuf; b++) memset(p.b[b].is_y, 0, p.b[b].n);
+            CHECK(problem_read(&p) && check_untouched(&p, "a shard's write refused"),
+                  "a shard's write refused at planning, yet a buffer changed");
+            clnorm_set_queue_hints(q2, NULL);
+        }
+        if (q2) clReleaseCommandQueue(q2);
         problem_free(&p);
     }
     /* Shard 0's y and shard 1's x: two sub-buffers of one buffer over the same bytes,

@@ -26,22 +26,9 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
    a new process that must build no program; returns its exit status. */
 static int second_process(void)
 {
-    char self[4096], child[4200];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return -1;
-    self[len] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(child, sizeof child, "%s/clnorm_cache_child", self);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl(child, child, T.spec ? T.spec : "", "every", "no-builds", (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
+    static const char *const args[] = {"every", "no-builds", NULL};
+    return t_run_child(args, NULL, NULL, NULL);
 }
-
 
 static unsigned long builds_now(void)
 {

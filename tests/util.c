@@ -4,6 +4,8 @@
 #include "clnorm_advanced.h"
 
 #include <ctype.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,35 @@ void t_setenv(const char *name, const char *value)
         return;
     }
     if (value) setenv(name, value, 1); else unsetenv(name);
+}
+
+int t_child_path(char *out, size_t n)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return 0;
+    self[len] = '\0';
+    *strrchr(self, '/') = '\0';
+    return snprintf(out, n, "%s/clnorm_cache_child", self) < (int)n;
+}
+
+int t_run_child(const char *const *args, const char *err_file, const char *name,
+                const char *value)
+{
+    char child[4200];
+    if (!t_child_path(child, sizeof child)) return -1;
+    const char *a[4] = {NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4 && args[i]; i++) a[i] = args[i];
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (err_file && !freopen(err_file, "w", stderr)) _exit(126);
+        if (name) setenv(name, value, 1);
+        execl(child, child, T.spec ? T.spec : "", a[0], a[1], a[2], a[3], (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
 }
 
 void t_setenv_num(const char *name, size_t value)

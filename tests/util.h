@@ -31,6 +31,14 @@ double rng_range(rng *r, double lo, double hi);
 void t_setenv(const char *name, const char *value);
 void t_setenv_num(const char *name, size_t value);
 void t_env_restore(void);
+/* The helper program's path (cache_child.c, built beside the runner) in out; 0 where
+   the runner's own path cannot be read. */
+int t_child_path(char *out, size_t n);
+/* Runs the helper program on T.spec with up to four args (NULL-terminated), its stderr
+   to err_file where that is not NULL, and name=value set in it where name is not NULL.
+   Returns its exit status, -1 when it did not start or exit. */
+int t_run_child(const char *const *args, const char *err_file, const char *name,
+                const char *value);
 double t_now(void);                           /* seconds, monotonic */
 /* Set CLNORM_TEST_VERBOSE=1 to print every checked op with its timings. */
 int t_verbose(void);

@@ -103,6 +103,7 @@ clnorm_status m_run(const char *label, const mshard *p, clnorm_status want, int 
         case M_BAD_KERNEL_DIR: t_config("CLNORM_KERNEL_DIR", "/nonexistent/clnorm-kernels"); break;
         case M_BAD_DTYPE_7: dt = (clnorm_dtype)7; break;
         case M_BAD_DTYPE_NEG: dt = (clnorm_dtype)-1; break;
+        case M_BAD_TEAMS: t_config("CLNORM_ROW_THREADS", "3"); break;
         }
     }
     clnorm_status st = clnorm_mpi_softmax(MPI_COMM_WORLD, q, dt, call_rows, call_cols, xv, yv,
@@ -110,6 +111,7 @@ clnorm_status m_run(const char *label, const mshard *p, clnorm_status want, int 
     char err[4096];
     snprintf(err, sizeof err, "%s", clnorm_last_error());
     if (bad == M_BAD_KERNEL_DIR) t_config("CLNORM_KERNEL_DIR", NULL);
+    if (bad == M_BAD_TEAMS) t_config("CLNORM_ROW_THREADS", NULL);
     char lab[512];
     snprintf(lab, sizeof lab, "%s (%s, %zu rows, %zu of %zu columns from %zu, x offset %zu ld %zu, "
              "%s)", label, dt_name(p->dt), rows, cols, p->total, start, p->xoff, xld,

@@ -57,7 +57,9 @@ enum {
     M_BAD_QUEUE,       /* a NULL queue: INVALID_ARGUMENT */
     M_BAD_KERNEL_DIR,  /* accepted, then the statistics' build fails: BUILD_FAILED */
     M_BAD_DTYPE_7,     /* dtype 7, no clnorm_dtype: the rank's own INVALID_ARGUMENT */
-    M_BAD_DTYPE_NEG    /* dtype -1: the rank's own INVALID_ARGUMENT */
+    M_BAD_DTYPE_NEG,   /* dtype -1: the rank's own INVALID_ARGUMENT */
+    M_BAD_TEAMS        /* CLNORM_ROW_THREADS=3: the statistics run, the write's plan is
+                          refused (no work-group of the apply kernel takes teams of 3) */
 };
 
 /* Runs clnorm_mpi_softmax on this rank's shard of p (collective), checks the status

@@ -62,6 +62,10 @@ void mpi_refusals(void)
        program cannot be built): still every rank returns it, and nothing is written. */
     refuse("the statistics' build failing on the last rank", last, M_BAD_KERNEL_DIR, -1, 0,
            CLNORM_BUILD_FAILED, last, "CLNORM_KERNEL_DIR");
+    /* The last rank's write refused at planning while its statistics are not: every
+       rank learns of it before any writes. */
+    refuse("the write's plan refused on the last rank", last, M_BAD_TEAMS, -1, 0,
+           CLNORM_INVALID_ARGUMENT, last, "CLNORM_ROW_THREADS");
     refuse("dtype 7 on the last rank", last, M_BAD_DTYPE_7, -1, 0, CLNORM_INVALID_ARGUMENT, last,
            "7");
     refuse("dtype -1 on rank 0", 0, M_BAD_DTYPE_NEG, -1, 0, CLNORM_INVALID_ARGUMENT, 0, "-1");
