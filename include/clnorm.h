@@ -99,7 +99,8 @@ typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_ma
    that completes when the whole operation has, however many kernels it took. Ask for
    one only where it is needed: some drivers charge for it on every call. The wait
    list works as in OpenCL. `rows == 0` is a no-op (a marker event where one is asked
-   for), after the same validation as with rows.
+   for), after the same argument and environment checks as with rows; no plan is
+   made, so a forced size or path the device cannot run is refused only with rows.
 
    Views: elements between `cols` and `ld` in `y` are never written. `y` may be
    exactly `x` (same buffer, offset and ld); any other overlap of x and y is
@@ -112,8 +113,9 @@ typedef struct clnorm_matrix { cl_mem mem; size_t offset; size_t ld; } clnorm_ma
                               buffer, or of another context than the queue; dtype
                               or algo outside its enum; cols == 0; ld < cols; a
                               forbidden overlap; num_wait > 0 with wait_list NULL,
-                              wait_list with num_wait == 0, or a NULL entry; a bad
-                              CLNORM_* environment value
+                              wait_list with num_wait == 0, or an entry NULL, not
+                              an event or of another context; a bad CLNORM_*
+                              environment value
      CLNORM_OUT_OF_BOUNDS     a view or array reaches past the end of its cl_mem
      CLNORM_UNSUPPORTED       the device cannot run the request (CLNORM_REDUCTION=
                               subgroup without sub-groups, too little local memory)
@@ -378,10 +380,12 @@ CLNORM_API const char      *clnorm_session_device_name(const clnorm_session *s);
    device buffers of the session's context, runs the device-buffer function on the
    session's queue and blocks until the result is in the output arrays. y may equal
    x (in place). rows == 0 returns CLNORM_SUCCESS without reading or writing any
-   array, after the same checks as with rows.
+   array, after the same argument and environment checks as with rows.
    Refusals common to them: CLNORM_INVALID_ARGUMENT for s NULL, a dtype outside its
    enum, cols == 0, rows * cols overflowing size_t, or an array NULL where rows > 0
-   (gamma may be NULL); CLNORM_OUT_OF_RESOURCES when a buffer cannot be made; and the
+   (gamma may be NULL), or two arrays that both receive results sharing memory
+   (residual and y, row_max and row_sum); CLNORM_OUT_OF_RESOURCES when a buffer
+   cannot be made (an array past the device's largest allocation included); and the
    refusals and failures of the device-buffer function. */
 
 /*! clnorm_rmsnorm_host() : clnorm_rmsnorm on host arrays.

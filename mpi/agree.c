@@ -56,13 +56,18 @@ clnorm_status cmpi_agree(const char *fn, MPI_Comm comm, int rank, int size,
         return clnorm_set_last_error((clnorm_status)buf[0], msg);
     }
     if (v[1] != ~v[2] || v[3] != ~v[4]) {
-        char lo[24], hi[24], own[24];
+        /* Only what differs is named: dtype, rows or both. */
+        char lo[24], hi[24], own[24], dt[80] = "", rw[80] = "";
+        if (v[1] != ~v[2])
+            snprintf(dt, sizeof dt, "dtype from %s to %s", cmpi_dtype_text(v[1], lo, sizeof lo),
+                     cmpi_dtype_text(~v[2], hi, sizeof hi));
+        if (v[3] != ~v[4])
+            snprintf(rw, sizeof rw, "rows from %llu to %llu", (unsigned long long)v[3],
+                     (unsigned long long)~v[4]);
         snprintf(msg, sizeof msg,
-                 "%s: the %d ranks of comm disagree: dtype from %s to %s, rows from %llu "
-                 "to %llu; every rank must pass the same dtype and rows (this rank, %d: "
-                 "dtype %s, rows = %llu)", fn, size, cmpi_dtype_text(v[1], lo, sizeof lo),
-                 cmpi_dtype_text(~v[2], hi, sizeof hi), (unsigned long long)v[3],
-                 (unsigned long long)~v[4], rank, cmpi_dtype_text(d, own, sizeof own),
+                 "%s: the %d ranks of comm disagree: %s%s%s; every rank must pass the same "
+                 "dtype and rows (this rank, %d: dtype %s, rows = %llu)", fn, size, dt,
+                 *dt && *rw ? ", " : "", rw, rank, cmpi_dtype_text(d, own, sizeof own),
                  (unsigned long long)n);
         return clnorm_set_last_error(CLNORM_INVALID_ARGUMENT, msg);
     }

@@ -197,7 +197,7 @@ clnorm_status clnorm_attention(cl_command_queue queue, clnorm_dtype dtype,
     cl_device_id dev;
     clnorm_status st = cln_check_queue(queue, &ctx, &dev);
     if (!st) st = cln_check_dtype(dtype);
-    if (!st) st = cln_check_waits(num_wait, wait_list);
+    if (!st) st = cln_check_waits(ctx, num_wait, wait_list);
     if (!st) st = cln_att_check_desc(desc);
     if (st) return st;
     const clnorm_attention_desc d = *desc;
@@ -284,7 +284,7 @@ clnorm_status clnorm_attention_merge(cl_command_queue queue, clnorm_dtype dtype,
     if (!st) st = cln_check_dtype(dtype);
     if (!st && (head_dim == 0 || head_dim > 0x7fffffffu))
         st = cln_fail(CLNORM_INVALID_ARGUMENT, "head_dim = %zu is 0 or too large", head_dim);
-    if (!st) st = cln_check_waits(num_wait, wait_list);
+    if (!st) st = cln_check_waits(ctx, num_wait, wait_list);
     if (st) return st;
     const size_t es = cln_dtype_size(dtype), n4 = rows * sizeof(float);
     if ((st = cln_check_view("out_a", ctx, &out_a, rows, head_dim, es)) ||

@@ -275,6 +275,10 @@ clnorm_status clnorm_warmup(cl_command_queue queue)
     if (!st) st = cln_settings_begin(queue, &set);
     if (!st) st = cln_profile_get(dev, &prof);
     if (st) return st;
+    /* A forced path the device lacks refuses every call: the warm-up too. */
+    char why[256];
+    if ((st = cln_plan_forced_path(prof, &set->lim, why, sizeof why)))
+        return cln_fail(st, "%s", why);
     cln_path paths[2];
     const size_t npaths = cln_plan_paths(prof, &set->lim, paths);
     /* Every kernel is leased once through the calls' own function, so that each

@@ -143,7 +143,7 @@ clnorm_status clnorm_stats_merge_rows(cl_command_queue queue, size_t rows, cl_me
     cl_context ctx;
     cl_device_id dev;
     clnorm_status st = cln_check_queue(queue, &ctx, &dev);
-    if (!st) st = cln_check_waits(num_wait, wait_list);
+    if (!st) st = cln_check_waits(ctx, num_wait, wait_list);
     if (st) return st;
     const size_t n4 = rows * sizeof(float);
     if ((st = cln_check_array("a_max", ctx, a_max, rows, sizeof(float))) ||

@@ -151,17 +151,24 @@ static clnorm_status cln_plan_capacity(cln_plan_in *in)
     return CLNORM_SUCCESS;
 }
 
+clnorm_status cln_plan_forced_path(const cln_profile *p, const cln_limits *lim, char *why,
+                                   size_t why_len)
+{
+    const int force = lim->force_path;
+    if ((force == CLN_PATH_SUBGROUP || force == CLN_PATH_NV) && p->best_path == CLN_PATH_LOCAL) {
+        snprintf(why, why_len, "CLNORM_REDUCTION=subgroup, but device \"%s\" has neither "
+                 "cl_khr_subgroups nor NVIDIA warp shuffles", p->device_name);
+        return CLNORM_UNSUPPORTED;
+    }
+    return CLNORM_SUCCESS;
+}
+
 /* Step 2: the reduction path, the device's best unless forced. */
 static clnorm_status cln_plan_path(const cln_plan_in *in, cln_path *path)
 {
-    const int force = in->lim->force_path;
-    if ((force == CLN_PATH_SUBGROUP || force == CLN_PATH_NV) &&
-        in->p->best_path == CLN_PATH_LOCAL) {
-        snprintf(in->why, in->why_len, "CLNORM_REDUCTION=subgroup, but device \"%s\" has "
-                 "neither cl_khr_subgroups nor NVIDIA warp shuffles", in->p->device_name);
-        return CLNORM_UNSUPPORTED;
-    }
-    *path = force == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : in->p->best_path;
+    clnorm_status st = cln_plan_forced_path(in->p, in->lim, in->why, in->why_len);
+    if (st) return st;
+    *path = in->lim->force_path == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : in->p->best_path;
     return CLNORM_SUCCESS;
 }
 

@@ -62,13 +62,17 @@ typedef struct cln_plan {
     size_t local_bytes;   /* __local scratch per work-group */
 } cln_plan;
 
-/* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
-   path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
-   reason written to why. */
 /* The reduction paths plans on p under lim may end on (the plan's own, and the one
    the driver step gives tiny groups where it differs): 1 or 2, into out. Pure. */
 CLN_HIDDEN size_t cln_plan_paths(const cln_profile *p, const cln_limits *lim,
                                  cln_path out[2]);
+/* CLNORM_UNSUPPORTED, with the reason written to why, where lim forces a fast
+   reduction path p lacks: every plan on p refuses then. Pure. */
+CLN_HIDDEN clnorm_status cln_plan_forced_path(const cln_profile *p, const cln_limits *lim,
+                                              char *why, size_t why_len);
+/* A pure function: no device, no globals. Returns CLNORM_UNSUPPORTED when a forced
+   path is missing, CLNORM_INVALID_ARGUMENT for an impossible forced size, with the
+   reason written to why. */
 CLN_HIDDEN clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim,
                                        cln_op op, clnorm_dtype dtype, size_t rows,
                                        size_t cols, cln_plan *out, char *why,

@@ -64,12 +64,8 @@ clnorm_status cln_plan_apply(const cln_profile *p, const cln_limits *lim, cln_ke
 {
     memset(out, 0, sizeof *out);
     const cln_plan_params *t = cln_plan_params_for(p);
-    if ((lim->force_path == CLN_PATH_SUBGROUP || lim->force_path == CLN_PATH_NV) &&
-        p->best_path == CLN_PATH_LOCAL) {
-        snprintf(why, why_len, "CLNORM_REDUCTION=subgroup, but device \"%s\" has neither "
-                 "cl_khr_subgroups nor NVIDIA warp shuffles", p->device_name);
-        return CLNORM_UNSUPPORTED;
-    }
+    clnorm_status st = cln_plan_forced_path(p, lim, why, why_len);
+    if (st) return st;
     size_t max_wg = p->max_wg ? p->max_wg : 1;
     if (lim->max_wg && lim->max_wg < max_wg) max_wg = lim->max_wg;
     const int apply = kid == CLN_K_SOFTMAX_APPLY;

@@ -160,11 +160,8 @@ clnorm_status cln_att_plan_make(const cln_profile *p, const cln_limits *lim,
     memset(out, 0, sizeof *out);
     const int gpu = !(p->type & CL_DEVICE_TYPE_CPU);
     const int force = lim->force_path;
-    if ((force == CLN_PATH_SUBGROUP || force == CLN_PATH_NV) && p->best_path == CLN_PATH_LOCAL) {
-        snprintf(why, why_len, "CLNORM_REDUCTION=subgroup, but device \"%s\" has neither "
-                 "cl_khr_subgroups nor NVIDIA warp shuffles", p->device_name);
-        return CLNORM_UNSUPPORTED;
-    }
+    clnorm_status st = cln_plan_forced_path(p, lim, why, why_len);
+    if (st) return st;
     out->path = force == CLN_PATH_LOCAL ? CLN_PATH_LOCAL : p->best_path;
     if (s->head_dim == 0 || s->head_dim > CLN_ATT_HEAD_DIM_MAX || s->kv_heads == 0 ||
         s->q_heads % s->kv_heads) {

@@ -6,6 +6,7 @@
 #include "types.h"
 #include "validate.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,12 +78,30 @@ static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype,
     return cln_settings_begin(s->queue, &set);
 }
 
+/* Two arrays a call reads back into may not share a byte: the later read would
+   overwrite the earlier one's result. */
+static clnorm_status cln_host_disjoint(const char *an, const void *a, size_t abytes,
+                                       const char *bn, const void *b, size_t bbytes)
+{
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    if (a0 < b0 + bbytes && b0 < a0 + abytes)
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "%s (%p, %zu bytes) shares memory with %s "
+                        "(%p, %zu bytes): both receive results", an, a, abytes, bn, b, bbytes);
+    return CLNORM_SUCCESS;
+}
+
 static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *init, cl_mem *out,
                                 const char *name)
 {
     cl_int err;
     cl_mem_flags flags = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
     *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
+    /* An array past the device's largest allocation is a buffer that cannot be made,
+       as the host-array functions document, not a misuse of OpenCL. */
+    if (err == CL_INVALID_BUFFER_SIZE)
+        return cln_fail(CLNORM_OUT_OF_RESOURCES, "%s needs a buffer of %zu bytes, more than "
+                        "device \"%s\" allocates at once (clCreateBuffer: "
+                        "CL_INVALID_BUFFER_SIZE)", name, bytes, s->device_name);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateBuffer(%s, %zu bytes)", name, bytes);
     return CLNORM_SUCCESS;
 }
@@ -155,6 +174,9 @@ clnorm_status clnorm_softmax_stats_host(clnorm_session *s, clnorm_dtype dtype, s
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",
                         !x ? "x" : !row_max ? "row_max" : "row_sum");
     if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_host_disjoint("row_max", row_max, rows * sizeof(float), "row_sum", row_sum,
+                                rows * sizeof(float))))
+        return st;
     if ((st = cln_buffer(s, bytes, x, &bx, "x")) ||
         (st = cln_buffer(s, rows * sizeof(float), NULL, &bm, "row_max")) ||
         (st = cln_buffer(s, rows * sizeof(float), NULL, &bs, "row_sum")))
@@ -212,6 +234,7 @@ clnorm_status clnorm_add_rmsnorm_host(clnorm_session *s, clnorm_dtype dtype, siz
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%s is NULL",
                         !x ? "x" : !residual ? "residual" : "y");
     if (rows == 0) return CLNORM_SUCCESS;
+    if ((st = cln_host_disjoint("residual", residual, bytes, "y", y, bytes))) return st;
     if ((st = cln_buffer(s, bytes, x, &bx, "x")) ||
         (st = cln_buffer(s, bytes, residual, &br, "residual")) ||
         (gamma && (st = cln_buffer(s, cols * cln_dtype_size(dtype), gamma, &bg, "gamma"))))

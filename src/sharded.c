@@ -11,6 +11,7 @@
 #include "validate.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,11 @@ clnorm_status clnorm_softmax_sharded(clnorm_dtype dtype, size_t rows, size_t n,
     if (st) return st;
     if (n == 0) return cln_fail(CLNORM_INVALID_ARGUMENT, "n is 0: no shards");
     if (!shards) return cln_fail(CLNORM_INVALID_ARGUMENT, "shards is NULL (n = %zu)", n);
+    /* The host arrays below hold two views and a row of statistics per shard. */
+    if (n > SIZE_MAX / (2 * sizeof(clnorm_matrix)) || rows > SIZE_MAX / sizeof(float) ||
+        (rows && n > SIZE_MAX / (rows * sizeof(float))))
+        return cln_fail(CLNORM_INVALID_ARGUMENT, "n = %zu shards of %zu rows: their views and "
+                        "statistics overflow size_t", n, rows);
     clnorm_matrix *views = malloc(2 * n * sizeof *views);
     if (!views) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for %zu shards", n);
     st = cln_check_shards(dtype, rows, n, shards, views);

@@ -43,18 +43,27 @@ clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t co
     clnorm_status st = cln_check_queue(q, ctx, dev);
     if (!st) st = cln_check_dtype(dtype);
     if (!st && cols == 0) st = cln_fail(CLNORM_INVALID_ARGUMENT, "cols is 0");
-    if (!st) st = cln_check_waits(num_wait, wait_list);
+    if (!st) st = cln_check_waits(*ctx, num_wait, wait_list);
     return st;
 }
 
-clnorm_status cln_check_waits(cl_uint n, const cl_event *list)
+clnorm_status cln_check_waits(cl_context ctx, cl_uint n, const cl_event *list)
 {
     if (n > 0 && !list)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "num_wait is %u but wait_list is NULL", n);
     if (n == 0 && list)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list is not NULL but num_wait is 0");
-    for (cl_uint i = 0; i < n; i++)
+    for (cl_uint i = 0; i < n; i++) {
         if (!list[i]) return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list[%u] is NULL", i);
+        cl_context ectx = NULL;
+        cl_int err = clGetEventInfo(list[i], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
+        if (err != CL_SUCCESS)
+            return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list[%u] (%p) is not a valid "
+                            "cl_event: %s", i, (void *)list[i], cln_cl_error_name(err));
+        if (ectx != ctx)
+            return cln_fail(CLNORM_INVALID_ARGUMENT, "wait_list[%u] (%p) belongs to another "
+                            "context than the queue's", i, (void *)list[i]);
+    }
     return CLNORM_SUCCESS;
 }
 

@@ -12,7 +12,10 @@ CLN_HIDDEN clnorm_status cln_check_eps(float eps);
 /* Checks the common arguments and returns the queue's context and device. */
 CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
                                          cl_device_id *dev);
-CLN_HIDDEN clnorm_status cln_check_waits(cl_uint n, const cl_event *list);
+/* The wait list: num_wait and the list agree, no entry is NULL, and every event is
+   valid and of the queue's context ctx (a driver may otherwise take one of another
+   context, or fail only at the enqueue). */
+CLN_HIDDEN clnorm_status cln_check_waits(cl_context ctx, cl_uint n, const cl_event *list);
 /* What every device-buffer operation checks first: the queue (filling ctx and dev),
    the dtype, cols > 0 and the wait list. */
 CLN_HIDDEN clnorm_status cln_check_common(cl_command_queue q, clnorm_dtype dtype, size_t cols,

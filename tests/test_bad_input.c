@@ -291,6 +291,16 @@ void test_bad_input(void)
         for (int k = 0; k < 3; k++)
             REFUSED(call_op(k, q, F, BR, BC, V(X2, 0, 0), y, 0, NULL),
                     INVALID | BIT(CLNORM_OPENCL_ERROR), "context");
+        /* An event of another context in the wait list: refused before any enqueue, as
+           some drivers would take it and others fail at the enqueue. */
+        cl_event u2 = clCreateUserEvent(clnorm_session_context(s2), &err);
+        if (CHECK_CL(err)) {
+            for (int k = 0; k < 3; k++)
+                REFUSED(call_op(k, q, F, BR, BC, x, y, 1, &u2), INVALID, "wait_list[0]",
+                        "context");
+            clSetUserEventStatus(u2, CL_COMPLETE);
+            clReleaseEvent(u2);
+        }
         clReleaseMemObject(X2);
         clnorm_session_destroy(s2);
     }

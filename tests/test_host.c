@@ -2,6 +2,7 @@
    apply form is checked with the device form, in softmax_apply).
    warmup_release: warm-up, then dropping the kernel cache and working again. */
 #include "test.h"
+#include "clnorm_advanced.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -88,6 +89,31 @@ void test_host_api(void)
         CHECK_ST(clnorm_add_rmsnorm_host(T.s, CLNORM_F32, 0, 4, x, y, 1, NULL, y, bad_eps[i]),
                  CLNORM_INVALID_ARGUMENT);
     }
+    /* Two arrays that both receive results may not share memory: the later read back
+       would overwrite the other's result. Nothing is written. */
+    float res[8], out[8], st2[3];
+    for (int i = 0; i < 8; i++) res[i] = (float)i;
+    const void *const ys[] = {res, res + 1};
+    for (size_t i = 0; i < COUNT_OF(ys); i++) {
+        memcpy(out, res, sizeof out);
+        CHECK_ST(clnorm_add_rmsnorm_host(T.s, CLNORM_F32, 2, 3, x, res, 1, NULL, (void *)ys[i],
+                                         1e-5f),
+                 CLNORM_INVALID_ARGUMENT);
+        CHECK(t_mentions(clnorm_last_error(), "residual") && t_mentions(clnorm_last_error(), "y"),
+              "add_rmsnorm_host, y at residual + %zu: \"%s\"", i, clnorm_last_error());
+        CHECK(!memcmp(out, res, sizeof out), "add_rmsnorm_host refused, yet residual changed");
+    }
+    CHECK_ST(clnorm_softmax_stats_host(T.s, CLNORM_F32, 2, 4, x, st2, st2 + 1),
+             CLNORM_INVALID_ARGUMENT);
+    CHECK(t_mentions(clnorm_last_error(), "row_max") && t_mentions(clnorm_last_error(), "row_sum"),
+          "softmax_stats_host, overlapping statistics: \"%s\"", clnorm_last_error());
+    /* An array larger than any device allocates at once (4 TiB): a buffer that cannot
+       be made. */
+    CHECK_ST(clnorm_softmax_host(T.s, CLNORM_F32, (size_t)1 << 20, (size_t)1 << 20, x, y,
+                                 CLNORM_SOFTMAX_AUTO),
+             CLNORM_OUT_OF_RESOURCES);
+    CHECK(t_mentions(clnorm_last_error(), "x"), "a 4 TiB host array: \"%s\"",
+          clnorm_last_error());
 }
 
 /* All ops on a few shapes, timing the first call (where kernels may be built). */
@@ -137,6 +163,26 @@ void test_warmup_release(void)
     clnorm_release_cache(T.ctx);
     clnorm_release_cache(T.ctx);
     all_ops();
+    /* The device's fast path forced: the warm-up refuses where every call would (a
+       device without one) and builds it where calls run. */
+    clnorm_plan_hints h;
+    clnorm_plan_hints_init(&h);
+    h.reduction = CLNORM_REDUCTION_SUBGROUP;
+    if (CHECK_ST(clnorm_set_thread_hints(&h), CLNORM_SUCCESS)) {
+        const clnorm_status sw = clnorm_warmup(T.q);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", clnorm_last_error());
+        op_args a;
+        float *x, *g;
+        make_problem(&R, &a, OP_SOFTMAX_AUTO, 5, 1000, &x, &g);
+        const clnorm_status sc = check_op(&a, sw);
+        CHECK(sw == sc, "forced fast path: clnorm_warmup %s (\"%s\"), a softmax call %s",
+              clnorm_status_string(sw), msg, clnorm_status_string(sc));
+        if (sw == CLNORM_UNSUPPORTED)
+            CHECK(t_mentions(msg, "CLNORM_REDUCTION"), "forced fast path: \"%s\"", msg);
+        free(x), free(g);
+        clnorm_set_thread_hints(NULL);
+    }
     NOTE("warm-up %.3f s; first op after warm-up %.3f s, after release_cache(ctx) %.3f s, "
          "after release_cache(NULL) %.3f s", tw, f1, f2, f3);
 }

@@ -385,6 +385,14 @@ void test_sharded_bad_input(void)
     }
     CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, 3, 0, NULL, NULL, NULL), CLNORM_INVALID_ARGUMENT);
     CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, 3, 2, NULL, NULL, NULL), CLNORM_INVALID_ARGUMENT);
+    /* Counts whose views and statistics would overflow the host arrays: refused before
+       any shard is read. */
+    clnorm_shard one = {T.q, 5, {0}, {0}};
+    CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, 3, SIZE_MAX, &one, NULL, NULL),
+             CLNORM_INVALID_ARGUMENT);
+    CHECK(t_mentions(clnorm_last_error(), "overflow"), "n = SIZE_MAX: %s", clnorm_last_error());
+    CHECK_ST(clnorm_softmax_sharded(CLNORM_F32, SIZE_MAX / 8, 1 << 20, &one, NULL, NULL),
+             CLNORM_INVALID_ARGUMENT);
     CHECK(t_mentions(clnorm_last_error(), "shards"), "message: %s", clnorm_last_error());
     CHECK_ST(clnorm_softmax_sharded((clnorm_dtype)7, 3, 1, &(clnorm_shard){T.q, 5, {0}, {0}}, NULL,
                                     NULL),

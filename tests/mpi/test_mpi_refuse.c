@@ -34,6 +34,13 @@ static void refuse(const char *label, int bad_rank, int bad, int bad_rank2, int 
                  mine == M_BAD_DTYPE ? "f16" : "f32", mine == M_BAD_ROWS ? rows - 1 : rows);
         CHECK(strstr(clnorm_last_error(), own) != NULL, "%s: the message does not give \"%s\": "
               "\"%s\"", label, own, clnorm_last_error());
+        /* It names what differs, and only that. */
+        const int rows_differ = bad == M_BAD_ROWS || bad2 == M_BAD_ROWS;
+        const int dtype_differs = bad == M_BAD_DTYPE || bad2 == M_BAD_DTYPE;
+        CHECK(!strstr(clnorm_last_error(), "rows from") == !rows_differ &&
+                  !strstr(clnorm_last_error(), "dtype from") == !dtype_differs,
+              "%s: the message names other differences than rows %d, dtype %d: \"%s\"", label,
+              rows_differ, dtype_differs, clnorm_last_error());
     }
     /* A refusal is decided before any device work: every rank returns at once. */
     CHECK(dt < 30, "%s: took %.1f s to return", label, dt);
