@@ -95,9 +95,19 @@ static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *ini
 {
     cl_int err;
     cl_mem_flags flags = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
-    *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
     /* An array past the device's largest allocation is a buffer that cannot be made,
-       as the host-array functions document, not a misuse of OpenCL. */
+       as the host-array functions document, not a misuse of OpenCL. It is refused
+       before the driver is asked: some copy from the host before they check the size. */
+    cl_ulong most = 0;
+    if (clGetDeviceInfo(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof most, &most, NULL) !=
+            CL_SUCCESS)
+        most = 0;
+    *out = NULL;
+    if (most && bytes > most)
+        return cln_fail(CLNORM_OUT_OF_RESOURCES, "%s needs a buffer of %zu bytes, more than "
+                        "device \"%s\" allocates at once (%llu bytes)", name, bytes,
+                        s->device_name, (unsigned long long)most);
+    *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
     if (err == CL_INVALID_BUFFER_SIZE)
         return cln_fail(CLNORM_OUT_OF_RESOURCES, "%s needs a buffer of %zu bytes, more than "
                         "device \"%s\" allocates at once (clCreateBuffer: "
