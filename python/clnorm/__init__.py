@@ -107,6 +107,13 @@ def _same_as_x(a, name, x, xname="x"):
             "they must match")
 
 
+def _flag(v, name):
+    """A yes/no argument: a bool, or an integer (nonzero is yes)."""
+    if isinstance(v, (bool, int, np.bool_, np.integer)):
+        return bool(v)
+    raise ArgumentTypeError(f"{name} = {v!r} is not a bool")
+
+
 def _eps(eps):
     if isinstance(eps, (str, bytes)):
         raise ArgumentTypeError(f"eps = {eps!r} is not a number")
@@ -146,20 +153,30 @@ def _gamma_np(gamma, x, cols):
 
 
 # ---- numpy arrays: the session's host-array functions -----------------------------
-# The host functions take packed rows, so a strided view (a column slice of a wider
-# array) is packed into a temporary first and a strided out= is filled from one. The
-# host functions copy to and from the device anyway, so packing adds one host copy to
-# that and keeps one code path; see docs/python.md, "Views".
+# The host functions take packed rows, so any other layout (a column slice of a wider
+# array, a transposed or Fortran-order array, negative strides) is packed into a
+# temporary first and such an out= is filled from one. The host functions copy to and
+# from the device anyway, so packing adds one host copy to that and keeps one code
+# path; see docs/python.md, "Views".
+
+def _np_array(a, name, what="clnorm takes numpy.ndarray or pyopencl.array.Array"):
+    if not isinstance(a, np.ndarray):
+        raise ArgumentTypeError(f"{name} is a {type(a).__name__}; {what}")
+    if isinstance(a, np.ma.MaskedArray):
+        raise ArgumentTypeError(
+            f"{name} is a numpy.ma.MaskedArray, whose mask clnorm would ignore; pass "
+            f"{name}.filled(value) or {name}.data")
+
+
+def _packed(a):
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
 
 def _np_in(x, name):
-    if not isinstance(x, np.ndarray):
-        raise ArgumentTypeError(
-            f"{name} is a {type(x).__name__}; clnorm takes numpy.ndarray or "
-            "pyopencl.array.Array")
+    _np_array(x, name)
     rows, cols = _shape2(x, name)
     code = _dtype_code(x, name)
-    ld = _row_stride(x, name, rows, cols)
-    return rows, cols, code, (x if ld == cols else np.ascontiguousarray(x))
+    return rows, cols, code, _packed(x)
 
 
 def _np_out(out, x, name="out"):
@@ -167,15 +184,11 @@ def _np_out(out, x, name="out"):
     if out is None:
         y = np.empty(x.shape, x.dtype)
         return y, y
-    if not isinstance(out, np.ndarray):
-        raise ArgumentTypeError(
-            f"{name} is a {type(out).__name__}; with numpy x it must be a numpy array")
+    _np_array(out, name, "with numpy x it must be a numpy array")
     _same_as_x(out, name, x)
     if not out.flags.writeable:
         raise ArgumentError(f"{name} is read-only")
-    rows, cols = x.shape
-    ld = _row_stride(out, name, rows, cols)
-    return out, (out if ld == cols else np.empty(x.shape, x.dtype))
+    return out, (out if out.flags.c_contiguous else np.empty(x.shape, x.dtype))
 
 
 def _np_writeback(y, yp):
@@ -207,25 +220,18 @@ def _np_rmsnorm(s, x, gamma, eps, out):
 
 def _np_add_rmsnorm(s, x, residual, gamma, eps, update_residual, out):
     rows, cols, code, xp = _np_in(x, "x")
-    if not isinstance(residual, np.ndarray):
-        raise ArgumentTypeError(
-            f"residual is a {type(residual).__name__}; with numpy x it must be a numpy "
-            "array")
+    _np_array(residual, "residual", "with numpy x it must be a numpy array")
     _same_as_x(residual, "residual", x)
-    upd = bool(update_residual)
+    upd = _flag(update_residual, "update_residual")
     if upd and not residual.flags.writeable:
         raise ArgumentError("residual is read-only but update_residual is True")
-    rld = _row_stride(residual, "residual", rows, cols)
     g = _gamma_np(gamma, x, cols)
     e = _eps(eps)
     if upd and out is not None and isinstance(out, np.ndarray) and \
             np.shares_memory(out, residual):
         raise ArgumentError("out overlaps residual, which update_residual also writes")
     y, yp = _np_out(out, x)
-    if rld == cols:
-        rp = residual
-    else:
-        rp = np.ascontiguousarray(residual)
+    rp = _packed(residual)
     _L.check(_L.clnorm_add_rmsnorm_host(s._ptr(), code, rows, cols, xp.ctypes.data,
                                         rp.ctypes.data, int(upd),
                                         None if g is None else g.ctypes.data,
@@ -398,8 +404,9 @@ def _wait_list(waits, wait_for):
     events, or one)."""
     if wait_for is not None and hasattr(wait_for, "int_ptr"):
         wait_for = [wait_for]
-    if wait_for:
-        waits = waits + list(wait_for)
+    if wait_for is not None:
+        wait_for = _as_list(wait_for, "wait_for", "a list of pyopencl.Event")
+        waits = waits + wait_for
     n = len(waits)
     if not n:
         return 0, None
@@ -409,6 +416,17 @@ def _wait_list(waits, wait_for):
         raise ArgumentTypeError(
             "wait_for must be a list of pyopencl.Event; got "
             f"{[type(e).__name__ for e in wait_for]}") from None
+
+
+def _as_list(v, name, what):
+    """The items of v, an iterable other than a str or an array."""
+    if isinstance(v, (str, bytes, np.ndarray)) or _is_cl(v):
+        raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {what}")
+    try:
+        return list(v)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} is a {type(v).__name__}; it must be {what}") \
+            from None
 
 
 def _softmax_algo(algo):
@@ -479,7 +497,7 @@ def _cl_add_rmsnorm(x, residual, gamma, eps, update_residual, out, wait_for):
         waits = waits + y.events
     n, wl = _wait_list(waits, wait_for) if waits or wait_for else (0, None)
     ev = c_void_p()
-    upd = 1 if update_residual else 0
+    upd = 1 if _flag(update_residual, "update_residual") else 0
     st = _L.clnorm_add_rmsnorm(q.int_ptr, code, rows, cols, mx, mr, upd, g, my, e,
                                n, wl, byref(ev))
     if st:
@@ -585,9 +603,17 @@ class Session:
             raise ArgumentTypeError(
                 f"spec is a {type(spec).__name__}; it must be None, a str or a "
                 "clnorm.Device")
+        raw = None
+        if spec is not None:
+            # The library reads a C string: a NUL would cut the spec short silently.
+            if "\0" in spec:
+                raise ArgumentError(f"spec = {spec!r} contains a NUL character")
+            try:
+                raw = spec.encode()
+            except UnicodeEncodeError:
+                raise ArgumentError(f"spec = {spec!r} is not valid UTF-8 text") from None
         h = c_void_p()
-        _L.check(_L.clnorm_session_create(None if spec is None else spec.encode(),
-                                          byref(h)))
+        _L.check(_L.clnorm_session_create(raw, byref(h)))
         self._h = h.value
         self.spec = spec
         #: The device's CL_DEVICE_NAME.
@@ -829,7 +855,7 @@ def _np_softmax_sharded(shards, outs, sessions):
     if sessions is None:
         sessions = [default_session()] * n
     else:
-        sessions = list(sessions)
+        sessions = _as_list(sessions, "sessions", "a list of clnorm.Session, one per shard")
         if len(sessions) != n:
             raise ArgumentError(f"sessions has {len(sessions)} entries for {n} shards")
         for i, se in enumerate(sessions):
@@ -907,13 +933,12 @@ def softmax_sharded(shards, *, out=None, sessions=None, stats=False):
     whole rows' statistics as numpy float32 arrays (for a loss, log(row_sum) + row_max
     - x[target]).
     """
-    if isinstance(shards, (np.ndarray, str)) or _is_cl(shards):
-        raise ArgumentTypeError("shards must be a list of arrays, one per column shard")
-    shards = list(shards)
+    shards = _as_list(shards, "shards", "a list of arrays, one per column shard")
     n = len(shards)
     if n == 0:
         raise ArgumentError("shards is empty: there must be at least one column shard")
-    outs = [None] * n if out is None else list(out)
+    outs = [None] * n if out is None else _as_list(out, "out", "a list of arrays, one "
+                                                   "per shard")
     if len(outs) != n:
         raise ArgumentError(f"out has {len(outs)} arrays for {n} shards")
     kinds = {bool(_is_cl(a)) for a in shards}
@@ -947,12 +972,30 @@ def stats_merge(ma, la, mb, lb):
     clnorm_stats_merge). numpy arrays (or a mix, broadcast together) give a pair of
     float32 arrays, computed elementwise by numpy with the same rules.
     """
+    names = ("ma", "la", "mb", "lb")
     if all(isinstance(v, (int, float, np.floating, np.integer)) for v in (ma, la, mb, lb)):
+        vals = []
+        for name, v in zip(names, (ma, la, mb, lb)):
+            try:
+                vals.append(float(v))
+            except OverflowError:
+                raise ArgumentError(f"{name} = {v!r} does not fit a float") from None
         m, l = c_float(), c_float()
-        _L.clnorm_stats_merge(float(ma), float(la), float(mb), float(lb), byref(m),
-                              byref(l))
+        _L.clnorm_stats_merge(*vals, byref(m), byref(l))
         return m.value, l.value
-    ma, la, mb, lb = np.broadcast_arrays(*(np.asarray(v, _F32) for v in (ma, la, mb, lb)))
+    arrs = []
+    for name, v in zip(names, (ma, la, mb, lb)):
+        try:
+            arrs.append(np.asarray(v, _F32))
+        except (TypeError, ValueError, OverflowError):
+            raise ArgumentTypeError(f"{name} = {v!r} is not a number or an array of "
+                                    "numbers") from None
+    try:
+        ma, la, mb, lb = np.broadcast_arrays(*arrs)
+    except ValueError:
+        raise ArgumentError("ma, la, mb and lb have shapes "
+                            f"{tuple(tuple(a.shape) for a in arrs)}, which do not "
+                            "broadcast together") from None
     m = np.maximum(ma, mb)
     with np.errstate(invalid="ignore", over="ignore"):
         wa = np.where(la == 0, np.float32(0), la * _merge_weight(ma, m))

@@ -186,6 +186,32 @@ def test_add_rmsnorm_strided_residual_and_in_place(dtype):
     assert np.array_equal(bigr[:, :10].view(np.uint8), rpad.view(np.uint8))
 
 
+@pytest.mark.parametrize("layout", ["transposed", "fortran", "column_step", "reversed"])
+def test_any_layout(layout, dtype):
+    # Every 2-D numpy layout is packed for the library; out= in such a layout is filled
+    # from a packed result, and in place works through it too.
+    rng = np.random.default_rng(12)
+    base = inputs(rng, (14, 22), dtype)
+    x = {"transposed": base[:9, :13].T, "fortran": np.asfortranarray(base[:9, :13]),
+         "column_step": base[:9, ::2], "reversed": base[8::-1, ::-1]}[layout]
+    assert not x.flags.c_contiguous
+    x0 = x.copy()
+    assert_close(clnorm.softmax(x), softmax_ref(x0), dtype, f"{layout} softmax")
+    assert_close(clnorm.rmsnorm(x), rmsnorm_ref(x0), dtype, f"{layout} rmsnorm")
+    assert_close(clnorm.softmax_stats(x)[1], stats_ref(x0)[1], np.float32, f"{layout} stats")
+    r = x0.T.copy().T                                  # another non-packed array
+    y = clnorm.add_rmsnorm(x, r)
+    h = add_h(x0, x0)
+    assert_close(y, rmsnorm_ref(h), dtype, f"{layout} add_rmsnorm")
+    assert np.array_equal(np.ascontiguousarray(r).view(np.uint8), h.view(np.uint8)), \
+        "residual not updated"
+    out = np.full(x.shape[::-1], POISON, dtype).T
+    assert clnorm.softmax(x, out=out) is out
+    assert_close(out, softmax_ref(x0), dtype, f"{layout} softmax into a transposed out")
+    assert clnorm.softmax(x, out=x) is x
+    assert_close(x, softmax_ref(x0), dtype, f"{layout} softmax in place")
+
+
 def test_single_row_any_stride():
     # One row: the row stride does not matter (numpy may report anything).
     big = np.arange(40, dtype=np.float32).reshape(4, 10)
