@@ -22,7 +22,9 @@
    the program checks that condition before trusting it.
 
    Build: mpicc mpi_attention_merge.c -lclnorm -lOpenCL -lm
-   Run:   mpirun -np 3 ./a.out [device spec]     (exit 77: no device on some rank) */
+   Run:   mpirun -np 3 ./a.out [device spec]     (exit 77: no device on some rank)
+          (as root Open MPI wants --allow-run-as-root; --oversubscribe runs more ranks
+          than cores) */
 #include <clnorm.h>
 #include <math.h>
 #include <mpi.h>

@@ -11,7 +11,9 @@
    against a single-process float64 computation of the whole matrix.
 
    Build: mpicc mpi_vocab_loss.c -lclnorm_mpi -lclnorm -lOpenCL -lm
-   Run:   mpirun -np 2 ./a.out [device spec]     (exit 77: no device on some rank) */
+   Run:   mpirun -np 2 ./a.out [device spec]     (exit 77: no device on some rank)
+          (as root Open MPI wants --allow-run-as-root; --oversubscribe runs more ranks
+          than cores) */
 #include <clnorm_mpi.h>
 #include <math.h>
 #include <stdio.h>

@@ -29,7 +29,8 @@ static void usage(FILE *f)
             "usage: clnorm <command> [options]\n"
             "       clnorm help [<command>]   clnorm --version\n"
             "\n"
-            "clnorm %s: row-wise RMSNorm, softmax and softmax statistics on OpenCL.\n"
+            "clnorm %s: row-wise RMSNorm (with a fused residual add), softmax, its statistics\n"
+            "and decode attention on OpenCL.\n"
             "\n"
             "commands:\n",
             clnorm_version());
