@@ -232,6 +232,10 @@ def _np_add_rmsnorm(s, x, residual, gamma, eps, update_residual, out):
         raise ArgumentError("out overlaps residual, which update_residual also writes")
     y, yp = _np_out(out, x)
     rp = _packed(residual)
+    if not upd and np.shares_memory(rp, yp):
+        # Only read then: a copy keeps it apart from the output, which the library
+        # requires of the arrays it is given.
+        rp = rp.copy()
     _L.check(_L.clnorm_add_rmsnorm_host(s._ptr(), code, rows, cols, xp.ctypes.data,
                                         rp.ctypes.data, int(upd),
                                         None if g is None else g.ctypes.data,

@@ -46,6 +46,16 @@ def test_add_rmsnorm_values(shape, dtype):
     assert np.array_equal(r0.view(np.uint8), r_keep.view(np.uint8))
 
 
+def test_add_rmsnorm_out_is_residual_when_not_updated(dtype):
+    # residual only read: out may be residual itself (written with y).
+    rng = np.random.default_rng(13)
+    x, r = inputs(rng, (3, 17), dtype), inputs(rng, (3, 17), dtype)
+    x0, r0 = x.copy(), r.copy()
+    assert clnorm.add_rmsnorm(x, r, update_residual=False, out=r) is r
+    assert_close(r, rmsnorm_ref(add_h(x0, r0)), dtype, "add_rmsnorm out=residual")
+    assert np.array_equal(x.view(np.uint8), x0.view(np.uint8))
+
+
 def test_add_rmsnorm_keeps_residual():
     x = np.ones((2, 3), np.float32)
     r = np.full((2, 3), 2.0, np.float32)
