@@ -222,6 +222,12 @@ clnorm_status cln_settings_begin(cl_command_queue q, const cln_settings **out)
     return CLNORM_SUCCESS;
 }
 
+clnorm_status cln_config_check(void)
+{
+    const cln_config *c = cln_config_refresh();
+    return c->error ? cln_fail(c->error, "%s", c->message) : CLNORM_SUCCESS;
+}
+
 clnorm_status cln_settings_make(const clnorm_plan_hints *hints, cln_settings *out)
 {
     const cln_config *c = cln_config_refresh();

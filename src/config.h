@@ -46,6 +46,10 @@ CLN_HIDDEN const cln_config *cln_config_now(void);
    configuration has changed: for entry points that run no operation. */
 CLN_HIDDEN const cln_config *cln_config_take(void);
 
+/* The process configuration's error (a bad CLNORM_* value), recorded as the thread's
+   last error, or CLNORM_SUCCESS: what refuses every call, rows == 0 included. */
+CLN_HIDDEN clnorm_status cln_config_check(void);
+
 /* Makes c, already checked, the process configuration (clnorm_config_set). */
 CLN_HIDDEN void cln_config_install(const clnorm_config *c);
 /* The hints of queue, a queue of ctx, from now on (NULL: none); already checked. */

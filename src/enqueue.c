@@ -1,7 +1,6 @@
 /* The enqueue of a planned call: arguments, stages, events, the serial mode and the
    partials buffer (enqueue.h). */
 #include "enqueue.h"
-#include "config.h"
 #include "kernels.h"
 #include "plan.h"
 #include "program_cache.h"
@@ -16,9 +15,6 @@
 clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait, const cl_event *wait_list,
                                cl_event *event)
 {
-    const cln_settings *set;
-    clnorm_status st = cln_settings_begin(q, &set);
-    if (st) return st;
     if (!event) return CLNORM_SUCCESS;
     cl_int err = clEnqueueMarkerWithWaitList(q, num_wait, wait_list, event);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clEnqueueMarkerWithWaitList");

@@ -61,9 +61,8 @@ CLN_HIDDEN clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx,
                                             cl_uint num_wait, const cl_event *wait_list,
                                             cl_event *event);
 
-/* rows == 0: nothing to do, but a bad CLNORM_* environment value is refused as for
-   any other call, and an asked-for event still completes after the wait list, as an
-   enqueued no-op would. */
+/* rows == 0: nothing to do, but an asked-for event still completes after the wait
+   list, as an enqueued no-op would. */
 CLN_HIDDEN clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait,
                                           const cl_event *wait_list, cl_event *event);
 

@@ -14,6 +14,7 @@ struct clnorm_session {
     cl_context context;
     cl_command_queue queue;
     cl_device_id device;
+    cl_ulong max_alloc; /* CL_DEVICE_MAX_MEM_ALLOC_SIZE; 0 where the query failed */
     char device_name[256];
 };
 
@@ -30,6 +31,9 @@ clnorm_status clnorm_session_create(const char *spec, clnorm_session **out)
     if (!s) return cln_fail(CLNORM_OUT_OF_RESOURCES, "out of host memory for a session");
     s->device = ref.device;
     clGetDeviceInfo(ref.device, CL_DEVICE_NAME, sizeof s->device_name - 1, s->device_name, NULL);
+    if (clGetDeviceInfo(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof s->max_alloc,
+                        &s->max_alloc, NULL) != CL_SUCCESS)
+        s->max_alloc = 0;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ref.platform, 0};
     s->context = clCreateContext(props, 1, &ref.device, NULL, NULL, &err);
     CLN_CHECK_CL(err, "clCreateContext");
@@ -74,8 +78,7 @@ static clnorm_status cln_host_check(const clnorm_session *s, clnorm_dtype dtype,
         return cln_fail(CLNORM_INVALID_ARGUMENT, "rows %zu x cols %zu overflows size_t", rows,
                         cols);
     /* A bad CLNORM_* environment value fails the call, rows == 0 included. */
-    const cln_settings *set;
-    return cln_settings_begin(s->queue, &set);
+    return cln_config_check();
 }
 
 /* Two arrays a call reads back into may not share a byte: the later read would
@@ -93,25 +96,18 @@ static clnorm_status cln_host_disjoint(const char *an, const void *a, size_t aby
 static clnorm_status cln_buffer(clnorm_session *s, size_t bytes, const void *init, cl_mem *out,
                                 const char *name)
 {
-    cl_int err;
+    cl_int err = CL_INVALID_BUFFER_SIZE;
     cl_mem_flags flags = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
     /* An array past the device's largest allocation is a buffer that cannot be made,
        as the host-array functions document, not a misuse of OpenCL. It is refused
        before the driver is asked: some copy from the host before they check the size. */
-    cl_ulong most = 0;
-    if (clGetDeviceInfo(s->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof most, &most, NULL) !=
-            CL_SUCCESS)
-        most = 0;
     *out = NULL;
-    if (most && bytes > most)
-        return cln_fail(CLNORM_OUT_OF_RESOURCES, "%s needs a buffer of %zu bytes, more than "
-                        "device \"%s\" allocates at once (%llu bytes)", name, bytes,
-                        s->device_name, (unsigned long long)most);
-    *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
+    if (!s->max_alloc || bytes <= s->max_alloc)
+        *out = clCreateBuffer(s->context, flags, bytes ? bytes : 1, (void *)init, &err);
     if (err == CL_INVALID_BUFFER_SIZE)
         return cln_fail(CLNORM_OUT_OF_RESOURCES, "%s needs a buffer of %zu bytes, more than "
-                        "device \"%s\" allocates at once (clCreateBuffer: "
-                        "CL_INVALID_BUFFER_SIZE)", name, bytes, s->device_name);
+                        "device \"%s\" allocates at once (%llu bytes)", name, bytes,
+                        s->device_name, (unsigned long long)s->max_alloc);
     if (err != CL_SUCCESS) return cln_cl_fail(err, "clCreateBuffer(%s, %zu bytes)", name, bytes);
     return CLNORM_SUCCESS;
 }

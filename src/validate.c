@@ -1,6 +1,7 @@
 /* Argument validation: every refusal names the offending value. Nothing here
    enqueues work or touches a buffer's contents. */
 #include "validate.h"
+#include "config.h"
 #include "status.h"
 
 #include <math.h>
@@ -32,7 +33,9 @@ clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx, cl_device_id 
     if (err != CL_SUCCESS)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "queue %p is not a valid command queue: %s",
                         (void *)q, cln_cl_error_name(err));
-    return CLNORM_SUCCESS;
+    /* Every device-buffer entry point starts here, so a bad CLNORM_* value refuses each
+       of them, on no rows as on any. */
+    return cln_config_check();
 }
 
 /* Validation common to every operation; fills ctx and dev. */

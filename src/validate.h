@@ -9,7 +9,8 @@
 CLN_HIDDEN clnorm_status cln_check_dtype(clnorm_dtype dtype);
 /* INVALID_ARGUMENT, naming eps, unless eps is finite and not negative. */
 CLN_HIDDEN clnorm_status cln_check_eps(float eps);
-/* Checks the common arguments and returns the queue's context and device. */
+/* Checks the queue, returns its context and device, and refuses a bad CLNORM_*
+   environment value (cln_config_check). */
 CLN_HIDDEN clnorm_status cln_check_queue(cl_command_queue q, cl_context *ctx,
                                          cl_device_id *dev);
 /* The wait list: num_wait and the list agree, no entry is NULL, and every event is
