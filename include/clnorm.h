@@ -9,8 +9,10 @@
  * Rules shared by every function:
  * - Ownership: no function takes ownership of a caller's cl_mem, cl_command_queue or
  *   cl_event; each is borrowed for the duration of the call. The kernel cache retains
- *   the cl_context of every queue it has served until clnorm_release_cache() (or
- *   clnorm_session_destroy() for a session's own).
+ *   the cl_context of every queue it has served, and the library a few in-order
+ *   queues (scratch buffers bound to them; the last one-launch softmax's queue),
+ *   until clnorm_release_cache() of their context (or clnorm_session_destroy() for
+ *   a session's own).
  * - Failure: a refused request enqueues nothing, touches no buffer and creates no
  *   event; clnorm_last_error() then says what was wrong. Where OpenCL fails part-way
  *   through an operation, the call returns the error and the outputs are unspecified.

@@ -63,18 +63,15 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     cl_uint sync_base = 0;
     cl_event prev = NULL, last = NULL, dep = NULL, zeroed = NULL, *waits = NULL;
     clnorm_status st = CLNORM_SUCCESS;
-    int serial = 0, gated = 0, in_order = 1;
+    int gated = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
-    /* The first kernel also waits for the operation before (serial.c). */
-    if (chain == CLN_SERIAL_ALL || c->sync_words) {
-        serial = 1;
-        cln_serial_begin(chain, ctx, num_wait, wait_list, &dep, &gated);
-    }
+    const int serial = chain == CLN_SERIAL_ALL || c->sync_words;
+    if (serial || c->part_bytes) in_order = cln_serial_in_order(q);
+    /* The first kernel also waits for the operation before (serial.c). Coop calls on
+       an in-order queue are chained by the queue where they follow one another there. */
+    const int by_queue = chain == CLN_SERIAL_COOP && in_order;
+    if (serial) cln_serial_begin(chain, q, by_queue, ctx, num_wait, wait_list, &dep, &gated);
     if (c->part_bytes || c->sync_words) {
-        cl_command_queue_properties qp = 0;
-        if (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
-            (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
-            in_order = 0;
         /* The synchronisation words belong to a scratch buffer, which a call that
            needs only them takes at its smallest. */
         if ((st = cln_scratch_acquire(ctx, q, in_order, c->part_bytes ? c->part_bytes : 1,
@@ -98,8 +95,8 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
         wait_list = waits;
     }
     /* The last stage's event is the caller's, unless a pooled scratch buffer returns on
-       it or the serial mode chains on it. */
-    const int keep_last = cln_scratch_needs_event(scratch) || serial;
+       it or the serial chain records it. */
+    const int keep_last = cln_scratch_needs_event(scratch) || (serial && !by_queue);
     for (int j = 0; j < c->n; j++)
         if ((st = cln_set_kernel_args(c->lease[j].kernel, c->s[j].kid, c->fill, c->call,
                                       c->s[j].local_bytes, part, sync, sync_base)))
@@ -139,7 +136,7 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
         }
     }
 fail:
-    if (serial) cln_serial_end(chain, q, last, gated);
+    if (serial) cln_serial_end(chain, q, by_queue, st == CLNORM_SUCCESS, last, gated);
     if (dep) clReleaseEvent(dep);
     if (zeroed) clReleaseEvent(zeroed);
     free(waits);

@@ -8,7 +8,15 @@
    wait list in the same context, on the host across contexts. PoCL runs a kernel on
    every core anyway, so little concurrency is lost. An operation the caller holds
    back with a user event is not waited for by later ones, which may not depend on it:
-   the caller may wait for them before it sets the event. */
+   the caller may wait for them before it sets the event.
+
+   Coop calls on one in-order queue already run one at a time, so the record of such a
+   call is its queue, not its event: asking NVIDIA's driver for an event costs several
+   microseconds of host time a call, and an event in the wait list delays the next
+   launch by about as much (docs/DESIGN.md, 'Host cost per call'). Only when a call
+   comes on another queue does a marker on the recorded queue stand for what was
+   enqueued there. The chain of every operation keeps events, so that what the caller
+   enqueues between two operations does not hold back the second. */
 #include "serial.h"
 #include "config.h"
 #include "types.h"
@@ -17,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per chain: its lock, and its last operation's final event, retained. */
+/* Per chain: its lock, and its last operation's final event or, where that went to an
+   in-order queue, the queue; either retained, never both. */
 static pthread_mutex_t cln_serial_locks[CLN_SERIAL_CHAINS] = {PTHREAD_MUTEX_INITIALIZER,
                                                               PTHREAD_MUTEX_INITIALIZER};
 static cl_event cln_serial_lasts[CLN_SERIAL_CHAINS];
+static cl_command_queue cln_serial_queues[CLN_SERIAL_CHAINS];
 
 int cln_serial_wanted(const cln_profile *p)
 {
@@ -47,12 +57,37 @@ static int cln_serial_gated(cln_serial_chain c, cl_uint num_wait, const cl_event
     return 0;
 }
 
-void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_uint num_wait,
-                      const cl_event *wait_list, cl_event *dep, int *gated)
+int cln_serial_in_order(cl_command_queue q)
+{
+    cl_command_queue_properties qp = 0;
+    return clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) == CL_SUCCESS &&
+           !(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+}
+
+/* Replaces chain c's recorded queue by a marker enqueued on it, which completes once
+   everything enqueued there before it has. Where the marker cannot be enqueued, the
+   host waits for the queue instead. */
+static void cln_serial_mark(cln_serial_chain c)
+{
+    cl_command_queue lq = cln_serial_queues[c];
+    if (!lq) return;
+    cl_event m = NULL;
+    if (clEnqueueMarkerWithWaitList(lq, 0, NULL, &m) == CL_SUCCESS) clFlush(lq);
+    else clFinish(lq), m = NULL;
+    cln_serial_lasts[c] = m;
+    clReleaseCommandQueue(lq);
+    cln_serial_queues[c] = NULL;
+}
+
+void cln_serial_begin(cln_serial_chain c, cl_command_queue q, int by_queue, cl_context ctx,
+                     cl_uint num_wait, const cl_event *wait_list, cl_event *dep, int *gated)
 {
     *dep = NULL;
     *gated = cln_serial_gated(c, num_wait, wait_list);
     pthread_mutex_lock(&cln_serial_locks[c]);
+    /* The queue's order holds this operation behind the last one. */
+    if (cln_serial_queues[c] == q && by_queue && !*gated) return;
+    cln_serial_mark(c);
     cl_event last = cln_serial_lasts[c];
     if (!last) return;
     cl_int status = CL_COMPLETE;
@@ -70,11 +105,22 @@ void cln_serial_begin(cln_serial_chain c, cl_context ctx, cl_uint num_wait,
     }
 }
 
-void cln_serial_end(cln_serial_chain c, cl_command_queue q, cl_event done, int gated)
+void cln_serial_end(cln_serial_chain c, cl_command_queue q, int by_queue, int enqueued,
+                    cl_event done, int gated)
 {
-    if (done && !gated) {
-        clRetainEvent(done);
+    if (enqueued && !gated && (by_queue || done)) {
         if (cln_serial_lasts[c]) clReleaseEvent(cln_serial_lasts[c]);
+        cln_serial_lasts[c] = NULL;
+        if (by_queue) {
+            if (cln_serial_queues[c] != q) {
+                clRetainCommandQueue(q);
+                if (cln_serial_queues[c]) clReleaseCommandQueue(cln_serial_queues[c]);
+                cln_serial_queues[c] = q;
+            }
+            pthread_mutex_unlock(&cln_serial_locks[c]);
+            return;
+        }
+        clRetainEvent(done);
         cln_serial_lasts[c] = done;
     }
     /* The next operation may wait for this one from another queue: submit it. */
@@ -92,6 +138,14 @@ void cln_serial_forget(cl_context ctx)
         if (cln_serial_lasts[c] && (!ctx || ectx == ctx)) {
             clReleaseEvent(cln_serial_lasts[c]);
             cln_serial_lasts[c] = NULL;
+        }
+        cl_context qctx = NULL;
+        if (cln_serial_queues[c])
+            clGetCommandQueueInfo(cln_serial_queues[c], CL_QUEUE_CONTEXT, sizeof qctx, &qctx,
+                                  NULL);
+        if (cln_serial_queues[c] && (!ctx || qctx == ctx)) {
+            clReleaseCommandQueue(cln_serial_queues[c]);
+            cln_serial_queues[c] = NULL;
         }
         pthread_mutex_unlock(&cln_serial_locks[c]);
     }

@@ -63,6 +63,7 @@
     TEST_CASE(coop_softmax, device)                         \
     TEST_CASE(coop_threads, device)                         \
     TEST_CASE(coop_repeat, device)                          \
+    TEST_CASE(coop_queues, device)                          \
     TEST_CASE(coop_sync_words, device)                      \
     TEST_CASE(attention_values, device)                     \
     TEST_CASE(attention_views, device)                      \

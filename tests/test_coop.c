@@ -2,6 +2,7 @@
    on random and special rows of every dtype, against the float64 reference. Where the
    device cannot take it (all but NVIDIA) the forced variant must run the two-launch
    split instead, and the same values are checked. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "clnorm_advanced.h"
 #include "faults.h"
 #include "profile.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Runs one softmax call with the settings in force; returns the variant that ran,
    or -1 where the call failed its check. */
@@ -367,4 +369,150 @@ done:
     clFinish(T.q);
     cln_faults_set("");
     free(back);
+}
+
+static cl_int coop_event_status(cl_event e)
+{
+    cl_int s = -1;
+    CHECK_CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
+    return s;
+}
+
+/* Whether e stays incomplete for secs seconds, polling. */
+static int coop_stays_pending(cl_event e, double secs)
+{
+    const struct timespec ms5 = {0, 5000000L};
+    for (double t0 = t_now(); t_now() - t0 < secs; nanosleep(&ms5, NULL))
+        if (coop_event_status(e) <= CL_COMPLETE) return 0;
+    return 1;
+}
+
+/* One coop softmax of x into y on q, waiting for gate where not NULL; checks that the
+   coop variant ran. */
+static int coop_call(cl_command_queue q, cl_mem x, cl_mem y, size_t rows, size_t cols,
+                     cl_event gate, cl_event *event, const char *what)
+{
+    clnorm_matrix vx = {x, 0, 0}, vy = {y, 0, 0};
+    clnorm_plan_info pl;
+    if (!CHECK_ST(clnorm_softmax(q, CLNORM_F32, rows, cols, vx, vy, CLNORM_SOFTMAX_AUTO,
+                                 gate ? 1 : 0, gate ? &gate : NULL, event),
+                  CLNORM_SUCCESS))
+        return 0;
+    return CHECK(clnorm_last_plan(&pl) && pl.variant == CLNORM_VARIANT_COOP,
+                 "%s: softmax f32 %zux%zu did not run the coop variant", what, rows, cols);
+}
+
+/* Coop calls run one at a time in the process whatever queue they come on
+   (src/serial.c): one after another on an in-order queue by the queue's order, a call
+   on another queue behind a marker on the last one's queue, or behind its event where
+   that queue runs out of order. A call held back by a user event on one queue holds
+   back the next coop call on another until it is set, and every output is right. A
+   queue the caller releases while the library records it stays usable to the library.
+   Elsewhere than NVIDIA the coop kernel runs with one slice per row, the serial mode
+   of every operation off, so that only the coop chain orders the calls. */
+void test_coop_queues(void)
+{
+    clnorm_device_info info;
+    if (!CHECK_ST(clnorm_device_describe(T.dev, 0, &info), CLNORM_SUCCESS)) return;
+    const int nv = strstr(info.platform_name, "NVIDIA") != NULL;
+    const size_t rows = nv ? 32 : 3, cols = nv ? 128256 : 389, n = rows * cols;
+    const size_t bytes = n * sizeof(float);
+    enum { OUTS = 4 };
+    float *x = malloc(bytes), *got = malloc(bytes);
+    double *want = malloc(n * sizeof *want);
+    cl_command_queue a = t_new_queue(T.ctx, T.dev, 0), b = t_new_queue(T.ctx, T.dev, 0);
+    cl_command_queue ooo = t_new_queue(T.ctx, T.dev, 1), a2 = NULL;
+    cl_mem bx = NULL, y[OUTS] = {0};
+    cl_event u = NULL, eb = NULL;
+    cl_int err = CL_SUCCESS;
+    if (!nv) {
+        t_setenv("CLNORM_TEST_FAULTS", "coop");
+        CHECK(cln_faults_set("coop") == 0, "fault coop refused");
+        CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
+        t_config("CLNORM_VARIANT", "coop");
+        t_config_num("CLNORM_SPLIT", 1);
+        t_config_num("CLNORM_SERIAL", 0);
+    }
+    if (!CHECK(x && got && want, "out of memory") || !CHECK(a && b, "two in-order queues"))
+        goto done;
+    gen_rows(&R, x, rows, cols);
+    ref_softmax(x, rows, cols, want);
+    bx = t_buffer(T.ctx, bytes, x);
+    for (int i = 0; i < OUTS; i++) y[i] = t_buffer(T.ctx, bytes, NULL);
+    if (!CHECK(bx && y[0] && y[1] && y[2] && y[3], "buffers of %zu floats", n)) goto done;
+
+    /* Queue a holds two calls behind a user event; the call on b must wait for them. */
+    const char *firsts[] = {"in-order queue", "out-of-order queue"};
+    for (int round = 0; round < 2; round++) {
+        cl_command_queue q = round ? ooo : a;
+        if (!q) {
+            NOTE("no out-of-order queue on this device: only in-order queues checked");
+            break;
+        }
+        const float nan = NAN;
+        for (int i = 0; i < OUTS; i++)
+            if (!CHECK_CL(clEnqueueFillBuffer(T.q, y[i], &nan, sizeof nan, 0, bytes, 0, NULL,
+                                              NULL)))
+                goto done;
+        if (!CHECK_CL(clFinish(T.q))) goto done;
+        u = clCreateUserEvent(T.ctx, &err);
+        if (!CHECK_CL(err) || !coop_call(q, bx, y[0], rows, cols, u, NULL, firsts[round]) ||
+            !coop_call(q, bx, y[1], rows, cols, NULL, NULL, firsts[round]) ||
+            !coop_call(b, bx, y[2], rows, cols, NULL, &eb, "the other queue"))
+            goto done;
+        clFlush(q);
+        clFlush(b);
+        CHECK(coop_stays_pending(eb, 0.2),
+              "a coop call on a second queue ran while two coop calls on an %s were held "
+              "back by a user event", firsts[round]);
+        CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
+        if (!CHECK_CL(clFinish(q)) || !CHECK_CL(clFinish(b))) goto done;
+        for (int i = 0; i < 3; i++) {
+            char label[96];
+            snprintf(label, sizeof label, "softmax f32 %zux%zu, call %d (%s first)", rows, cols,
+                     i, firsts[round]);
+            if (CHECK(t_read(i < 2 ? q : b, y[i], bytes, got), "reading call %d", i))
+                COMPARE(label, got, want, rows, cols, tol_rel(CLNORM_F32, cols),
+                        tol_abs(CLNORM_F32));
+        }
+        clReleaseEvent(u), u = NULL;
+        clReleaseEvent(eb), eb = NULL;
+    }
+
+    /* A queue released by the caller right after its call: the library still holds it
+       until the next call, on b, waits for it. */
+    a2 = t_new_queue(T.ctx, T.dev, 0);
+    if (!CHECK(a2 != NULL, "a third in-order queue") ||
+        !coop_call(a2, bx, y[3], rows, cols, NULL, NULL, "a queue released after its call"))
+        goto done;
+    clReleaseCommandQueue(a2), a2 = NULL;
+    if (coop_call(b, bx, y[2], rows, cols, NULL, NULL, "after a released queue") &&
+        CHECK_CL(clFinish(b))) {
+        for (int i = 2; i < 4; i++)
+            if (CHECK(t_read(b, y[i], bytes, got), "reading output %d", i))
+                COMPARE("softmax f32 beside a released queue", got, want, rows, cols,
+                        tol_rel(CLNORM_F32, cols), tol_abs(CLNORM_F32));
+    }
+done:
+    if (u) {
+        clSetUserEventStatus(u, CL_COMPLETE);
+        clReleaseEvent(u);
+    }
+    if (eb) clReleaseEvent(eb);
+    if (a) clFinish(a), clReleaseCommandQueue(a);
+    if (b) clFinish(b), clReleaseCommandQueue(b);
+    if (ooo) clFinish(ooo), clReleaseCommandQueue(ooo);
+    if (a2) clReleaseCommandQueue(a2);
+    for (int i = 0; i < OUTS; i++)
+        if (y[i]) clReleaseMemObject(y[i]);
+    if (bx) clReleaseMemObject(bx);
+    if (!nv) {
+        t_setenv("CLNORM_TEST_FAULTS", NULL);
+        cln_faults_set("");
+        CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
+    }
+    t_env_restore();
+    free(x);
+    free(got);
+    free(want);
 }
