@@ -467,6 +467,9 @@ void test_coop_queues(void)
               "back by a user event", firsts[round]);
         CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
         if (!CHECK_CL(clFinish(q)) || !CHECK_CL(clFinish(b))) goto done;
+        /* Each output is read on the queue that wrote it: Rusticl 22.3 shows another
+           queue the contents from before a kernel that a user event held back
+           (docs/DESIGN.md, 'Driver quirks'). */
         for (int i = 0; i < 3; i++) {
             char label[96];
             snprintf(label, sizeof label, "softmax f32 %zux%zu, call %d (%s first)", rows, cols,
