@@ -66,9 +66,14 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     int gated = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
     const int serial = chain == CLN_SERIAL_ALL || c->sync_words;
-    if (serial || c->part_bytes) in_order = cln_serial_in_order(q);
-    /* The first kernel also waits for the operation before (serial.c). Coop calls on
-       an in-order queue are chained by the queue where they follow one another there. */
+    cl_command_queue_properties qp = 0;
+    if ((c->part_bytes || c->sync_words) &&
+        (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
+         (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)))
+        in_order = 0;
+    /* The first kernel also waits for the operation before (serial.c). Coop calls
+       (which always take synchronisation words, so in_order was asked) on an in-order
+       queue are chained by the queue where they follow one another there. */
     const int by_queue = chain == CLN_SERIAL_COOP && in_order;
     if (serial) cln_serial_begin(chain, q, by_queue, ctx, num_wait, wait_list, &dep, &gated);
     if (c->part_bytes || c->sync_words) {

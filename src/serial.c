@@ -57,11 +57,13 @@ static int cln_serial_gated(cln_serial_chain c, cl_uint num_wait, const cl_event
     return 0;
 }
 
-int cln_serial_in_order(cl_command_queue q)
+/* Drops chain c's record, event or queue. */
+static void cln_serial_drop(cln_serial_chain c)
 {
-    cl_command_queue_properties qp = 0;
-    return clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) == CL_SUCCESS &&
-           !(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    if (cln_serial_lasts[c]) clReleaseEvent(cln_serial_lasts[c]);
+    if (cln_serial_queues[c]) clReleaseCommandQueue(cln_serial_queues[c]);
+    cln_serial_lasts[c] = NULL;
+    cln_serial_queues[c] = NULL;
 }
 
 /* Replaces chain c's recorded queue by a marker enqueued on it, which completes once
@@ -74,9 +76,8 @@ static void cln_serial_mark(cln_serial_chain c)
     cl_event m = NULL;
     if (clEnqueueMarkerWithWaitList(lq, 0, NULL, &m) == CL_SUCCESS) clFlush(lq);
     else clFinish(lq), m = NULL;
+    cln_serial_drop(c);
     cln_serial_lasts[c] = m;
-    clReleaseCommandQueue(lq);
-    cln_serial_queues[c] = NULL;
 }
 
 void cln_serial_begin(cln_serial_chain c, cl_command_queue q, int by_queue, cl_context ctx,
@@ -86,7 +87,7 @@ void cln_serial_begin(cln_serial_chain c, cl_command_queue q, int by_queue, cl_c
     *gated = cln_serial_gated(c, num_wait, wait_list);
     pthread_mutex_lock(&cln_serial_locks[c]);
     /* The queue's order holds this operation behind the last one. */
-    if (cln_serial_queues[c] == q && by_queue && !*gated) return;
+    if (by_queue && cln_serial_queues[c] == q) return;
     cln_serial_mark(c);
     cl_event last = cln_serial_lasts[c];
     if (!last) return;
@@ -109,19 +110,12 @@ void cln_serial_end(cln_serial_chain c, cl_command_queue q, int by_queue, int en
                     cl_event done, int gated)
 {
     if (enqueued && !gated && (by_queue || done)) {
-        if (cln_serial_lasts[c]) clReleaseEvent(cln_serial_lasts[c]);
-        cln_serial_lasts[c] = NULL;
-        if (by_queue) {
-            if (cln_serial_queues[c] != q) {
-                clRetainCommandQueue(q);
-                if (cln_serial_queues[c]) clReleaseCommandQueue(cln_serial_queues[c]);
-                cln_serial_queues[c] = q;
-            }
-            pthread_mutex_unlock(&cln_serial_locks[c]);
-            return;
-        }
-        clRetainEvent(done);
-        cln_serial_lasts[c] = done;
+        /* Retained before the old record goes, which may hold the same queue. */
+        if (by_queue) clRetainCommandQueue(q);
+        else clRetainEvent(done);
+        cln_serial_drop(c);
+        if (by_queue) cln_serial_queues[c] = q;
+        else cln_serial_lasts[c] = done;
     }
     /* The next operation may wait for this one from another queue: submit it. */
     if (done) clFlush(q);
@@ -132,21 +126,13 @@ void cln_serial_forget(cl_context ctx)
 {
     for (int c = 0; c < CLN_SERIAL_CHAINS; c++) {
         pthread_mutex_lock(&cln_serial_locks[c]);
-        cl_context ectx = NULL;
+        cl_context rctx = NULL; /* the record's context */
         if (cln_serial_lasts[c])
-            clGetEventInfo(cln_serial_lasts[c], CL_EVENT_CONTEXT, sizeof ectx, &ectx, NULL);
-        if (cln_serial_lasts[c] && (!ctx || ectx == ctx)) {
-            clReleaseEvent(cln_serial_lasts[c]);
-            cln_serial_lasts[c] = NULL;
-        }
-        cl_context qctx = NULL;
-        if (cln_serial_queues[c])
-            clGetCommandQueueInfo(cln_serial_queues[c], CL_QUEUE_CONTEXT, sizeof qctx, &qctx,
+            clGetEventInfo(cln_serial_lasts[c], CL_EVENT_CONTEXT, sizeof rctx, &rctx, NULL);
+        else if (cln_serial_queues[c])
+            clGetCommandQueueInfo(cln_serial_queues[c], CL_QUEUE_CONTEXT, sizeof rctx, &rctx,
                                   NULL);
-        if (cln_serial_queues[c] && (!ctx || qctx == ctx)) {
-            clReleaseCommandQueue(cln_serial_queues[c]);
-            cln_serial_queues[c] = NULL;
-        }
+        if (!ctx || rctx == ctx) cln_serial_drop(c);
         pthread_mutex_unlock(&cln_serial_locks[c]);
     }
 }

@@ -14,8 +14,6 @@ typedef enum cln_serial_chain { CLN_SERIAL_ALL = 0, CLN_SERIAL_COOP = 1 } cln_se
 
 /* Whether operations on p must run one at a time (PoCL, or CLNORM_SERIAL=1). */
 CLN_HIDDEN int cln_serial_wanted(const cln_profile *p);
-/* Whether q runs its commands in order (0 where the query fails). */
-CLN_HIDDEN int cln_serial_in_order(cl_command_queue q);
 /* Locks chain c and gives the event the operation on q waits for (NULL, or retained):
    none where the last operation went to q and both are recorded by queue (by_queue:
    a coop call on an in-order queue). Where the record is another queue, a marker

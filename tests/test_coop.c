@@ -2,7 +2,6 @@
    on random and special rows of every dtype, against the float64 reference. Where the
    device cannot take it (all but NVIDIA) the forced variant must run the two-launch
    split instead, and the same values are checked. */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "clnorm_advanced.h"
 #include "faults.h"
 #include "profile.h"
@@ -14,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Runs one softmax call with the settings in force; returns the variant that ran,
    or -1 where the call failed its check. */
@@ -371,19 +369,11 @@ done:
     free(back);
 }
 
-static cl_int coop_event_status(cl_event e)
-{
-    cl_int s = -1;
-    CHECK_CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
-    return s;
-}
-
 /* Whether e stays incomplete for secs seconds, polling. */
 static int coop_stays_pending(cl_event e, double secs)
 {
-    const struct timespec ms5 = {0, 5000000L};
-    for (double t0 = t_now(); t_now() - t0 < secs; nanosleep(&ms5, NULL))
-        if (coop_event_status(e) <= CL_COMPLETE) return 0;
+    for (double t0 = t_now(); t_now() - t0 < secs; t_sleep_ms(5))
+        if (t_event_status(e) <= CL_COMPLETE) return 0;
     return 1;
 }
 

@@ -4,14 +4,12 @@
    in-order queue and, where the device has one, an out-of-order queue (where the
    library must chain its own kernels). Results are read through a second queue, so
    only the event orders them. */
-#define _POSIX_C_SOURCE 200809L
 #include "test.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct prob {
     op_args a;
@@ -22,12 +20,6 @@ typedef struct prob {
 } prob;
 
 static const uint32_t POISON = 0x7FA5A5A5u;
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static void prob_init(prob *p, top op, size_t rows, size_t cols)
 {
@@ -105,13 +97,6 @@ static int prob_untouched(prob *p, cl_command_queue q2)
     return same;
 }
 
-static cl_int event_status(cl_event e)
-{
-    cl_int s = -1;
-    CHECK_CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
-    return s;
-}
-
 /* The event completes after everything the op wrote. */
 static void check_completion(prob *p, cl_command_queue q, cl_command_queue q2, const char *qn)
 {
@@ -123,7 +108,7 @@ static void check_completion(prob *p, cl_command_queue q, cl_command_queue q2, c
     CHECK_CL(clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof c, &c, NULL));
     CHECK(c == T.ctx, "event's context %p is not the queue's %p", (void *)c, (void *)T.ctx);
     CHECK_CL(clWaitForEvents(1, &ev));
-    CHECK(event_status(ev) == CL_COMPLETE, "%s on %s queue: event not complete after wait",
+    CHECK(t_event_status(ev) == CL_COMPLETE, "%s on %s queue: event not complete after wait",
           op_name(p->a.op), qn);
     prob_verify(p, q2, "waiting for the returned event");
     clReleaseEvent(ev);
@@ -145,8 +130,8 @@ static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const
         return;
     }
     clFlush(q);
-    sleep_ms(100);
-    cl_int s = event_status(ev);
+    t_sleep_ms(100);
+    cl_int s = t_event_status(ev);
     CHECK(s > CL_RUNNING, "%s %zux%zu on %s queue: op event is %d (should be queued/submitted) "
           "before its wait-list user event was set", op_name(p->a.op), p->a.rows, p->a.cols, qn, s);
     /* Peek at the output while the gate is closed. An implementation may hold this
@@ -156,8 +141,8 @@ static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const
     clFlush(q2);
     int done = 0;
     for (int i = 0; i < 100 && !done; i++) {
-        done = rd && event_status(rd) == CL_COMPLETE;
-        if (!done) sleep_ms(10);
+        done = rd && t_event_status(rd) == CL_COMPLETE;
+        if (!done) t_sleep_ms(10);
     }
     peeks++;
     if (done)
@@ -178,8 +163,8 @@ static void check_gating(prob *p, cl_command_queue q, cl_command_queue q2, const
    check instead of hanging the test); 1 if it did. */
 static int wait_complete(cl_event e, double secs)
 {
-    for (double t0 = t_now(); t_now() - t0 < secs; sleep_ms(5))
-        if (event_status(e) <= CL_COMPLETE) return event_status(e) == CL_COMPLETE;
+    for (double t0 = t_now(); t_now() - t0 < secs; t_sleep_ms(5))
+        if (t_event_status(e) <= CL_COMPLETE) return t_event_status(e) == CL_COMPLETE;
     return 0;
 }
 
@@ -231,11 +216,11 @@ static void check_not_held_back(prob *p, cl_command_queue q, cl_command_queue q2
     if (s2 && CHECK(pthread_create(&th, NULL, run_host_call, &h) == 0, "pthread_create")) {
         started = 1;
         double t0 = t_now();
-        while (!atomic_load(&h.done) && t_now() - t0 < 60) sleep_ms(5);
+        while (!atomic_load(&h.done) && t_now() - t0 < 60) t_sleep_ms(5);
         CHECK(atomic_load(&h.done), "%s on %s queue held back by a user event: a blocking "
               "host call on another context did not return in 60 s", op_name(p->a.op), qn);
     }
-    CHECK(event_status(ev) > CL_COMPLETE, "%s on %s queue: complete before its wait-list user "
+    CHECK(t_event_status(ev) > CL_COMPLETE, "%s on %s queue: complete before its wait-list user "
           "event was set", op_name(p->a.op), qn);
 done:
     clSetUserEventStatus(u, CL_COMPLETE);
@@ -296,8 +281,8 @@ static void check_rows_zero(prob *p, cl_command_queue q, cl_command_queue q2, co
     ev = NULL;
     if (CHECK_CL(err) && CHECK_ST(prob_enqueue(p, q, 0, 1, &u, &ev), CLNORM_SUCCESS) && ev) {
         clFlush(q);
-        sleep_ms(20);
-        CHECK(event_status(ev) != CL_COMPLETE, "%s rows == 0 on %s queue: marker complete "
+        t_sleep_ms(20);
+        CHECK(t_event_status(ev) != CL_COMPLETE, "%s rows == 0 on %s queue: marker complete "
               "before its wait list", op_name(p->a.op), qn);
         CHECK_CL(clSetUserEventStatus(u, CL_COMPLETE));
         CHECK_CL(clWaitForEvents(1, &ev));

@@ -105,6 +105,19 @@ double t_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void t_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+cl_int t_event_status(cl_event e)
+{
+    cl_int s = -1;
+    CHECK_CL(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
+    return s;
+}
+
 int t_verbose(void)
 {
     const char *e = getenv("CLNORM_TEST_VERBOSE");
@@ -506,7 +519,6 @@ void t_check_event(const char *label, cl_event ev)
 {
     if (!CHECK(ev != NULL, "%s: no event returned", label)) return;
     CHECK_CL(clWaitForEvents(1, &ev));
-    cl_int s = -1;
-    CHECK_CL(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL));
+    const cl_int s = t_event_status(ev);
     CHECK(s == CL_COMPLETE, "%s: event status %d after clWaitForEvents", label, s);
 }

@@ -40,6 +40,8 @@ int t_child_path(char *out, size_t n);
 int t_run_child(const char *const *args, const char *err_file, const char *name,
                 const char *value);
 double t_now(void);                           /* seconds, monotonic */
+void t_sleep_ms(long ms);
+cl_int t_event_status(cl_event e);            /* its execution status, -1 where unread */
 /* Set CLNORM_TEST_VERBOSE=1 to print every checked op with its timings. */
 int t_verbose(void);
 /* msg names word: short alphabetic words (x, y, ld) must stand alone, the rest is a
