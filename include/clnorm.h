@@ -226,10 +226,13 @@ CLNORM_API clnorm_status clnorm_softmax_apply(cl_command_queue queue, clnorm_dty
  *  On the device, per row: (a_max[r], a_sum[r]) <- clnorm_stats_merge of itself and
  *  (b_max[r], b_sum[r]).
  *  Borrows: four float32 arrays of rows elements at offset 0; a_max and a_sum are
- *           updated in place. b may be exactly a (the same two buffers).
+ *           updated in place. b_max and b_sum may each be the very buffer a_max or
+ *           a_sum (row r then reads what it is about to overwrite, not another row's
+ *           result), so b may be exactly a.
  *  Returns: CLNORM_SUCCESS once enqueued, and the event where asked for.
  *  Refuses: CLNORM_INVALID_ARGUMENT for a NULL buffer, a_max sharing bytes with
- *           a_sum, or b overlapping a other than exactly; CLNORM_OUT_OF_BOUNDS for
+ *           a_sum, or a b buffer sharing bytes with an a buffer without being that
+ *           very buffer (a sub-buffer over it, say); CLNORM_OUT_OF_BOUNDS for
  *           a buffer smaller than rows floats; the queue, wait-list and environment
  *           refusals common to the device-buffer functions. */
 CLNORM_API clnorm_status clnorm_stats_merge_rows(cl_command_queue queue, size_t rows,

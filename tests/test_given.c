@@ -187,6 +187,46 @@ void test_stats_merge_rows(void)
             if (!CHECK(t_close(again[r], 2.0 * gl[r], 1e-6, 0), "row %zu merged with itself: %g, "
                        "expected %g", r, (double)again[r], 2.0 * gl[r]))
                 break;
+    /* b's buffers a's swapped (b_max is a_sum, b_sum is a_max): each row reads its
+       four values before writing, so (m, l) merged with (l, m), as on the host. */
+    float *cm = malloc(rows * 4), *cs = malloc(rows * 4);
+    if (t_read(T.q, m1, rows * 4, cm) && t_read(T.q, l1, rows * 4, cs) &&
+        CHECK_ST(clnorm_stats_merge_rows(T.q, rows, m1, l1, l1, m1, 0, NULL, NULL), CLNORM_SUCCESS) &&
+        t_read(T.q, m1, rows * 4, gm) && t_read(T.q, l1, rows * 4, gl)) {
+        size_t bad = 0;
+        for (size_t r = 0; r < rows; r++) {
+            float wm, wl;
+            clnorm_stats_merge(cm[r], cs[r], cs[r], cm[r], &wm, &wl);
+            if ((!t_close(gm[r], wm, 0, 0) || !t_close(gl[r], wl, 1e-6, 1e-37)) && bad++ < 5)
+                t_fail(__FILE__, __LINE__, "swapped merge_rows row %zu: (%g, %g) gave (%g, %g), "
+                       "the host (%g, %g)", r, (double)cm[r], (double)cs[r], (double)gm[r],
+                       (double)gl[r], (double)wm, (double)wl);
+        }
+        CHECK(bad == 0, "%zu of %zu swapped rows differ from clnorm_stats_merge", bad, rows);
+    }
+    /* b_max a sub-buffer over a_max shifted by some rows: row r would read what row
+       r + shift writes, so it is refused and writes nothing. */
+    {
+        cl_uint align_bits = 0;
+        clGetDeviceInfo(T.dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                        NULL);
+        const size_t align = align_bits / 8 ? align_bits / 8 : 128, sub_rows = rows - align / 4;
+        cl_buffer_region reg = {align, sub_rows * 4};
+        cl_int err = 0;
+        cl_mem shifted = clCreateSubBuffer(m1, 0, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+        if (CHECK(err == CL_SUCCESS && align < rows * 4, "clCreateSubBuffer: %d", err) &&
+            t_read(T.q, m1, rows * 4, cm)) {
+            CHECK_ST(clnorm_stats_merge_rows(T.q, sub_rows, m1, l1, shifted, l2, 0, NULL, NULL),
+                     CLNORM_INVALID_ARGUMENT);
+            CHECK(t_mentions(clnorm_last_error(), "b_max") &&
+                      t_mentions(clnorm_last_error(), "a_max"),
+                  "message: %s", clnorm_last_error());
+            if (t_read(T.q, m1, rows * 4, again))
+                CHECK(!memcmp(again, cm, rows * 4), "a refused shifted merge_rows wrote a_max");
+        }
+        if (shifted) clReleaseMemObject(shifted);
+    }
+    free(cm), free(cs);
     free(again);
     clReleaseMemObject(shortb);
     clReleaseMemObject(m1), clReleaseMemObject(l1), clReleaseMemObject(m2), clReleaseMemObject(l2);
