@@ -57,6 +57,7 @@
     TEST_CASE(sharded_special, device)                      \
     TEST_CASE(sharded_bad_input, device)                    \
     TEST_CASE(sharded_devices, device)                      \
+    TEST_CASE(sharded_threads, device)                      \
     TEST_CASE(softmax_apply, device)                        \
     TEST_CASE(stats_merge_rows, device)                     \
     TEST_CASE(given_events, device)                         \

@@ -1,4 +1,4 @@
-/* sharded_values, sharded_special, sharded_bad_input, sharded_devices:
+/* sharded_values, sharded_special, sharded_bad_input, sharded_devices, sharded_threads:
    clnorm_softmax_sharded against the float64 reference of the unsharded softmax of
    the concatenated rows. Shards live in buffers of their own (with ld > cols), side
    by side in one shared matrix, in place, or all in one buffer, each view at a stride
@@ -6,11 +6,13 @@
    starts poisoned (y buffers) or as a NaN canary (x buffers) and must come back
    unchanged. sharded_devices puts shards on two devices at once: the device under
    test and a second one, CLNORM_TEST_SECOND_DEVICE (a clnorm_session_create spec),
-   by default "pocl", or "llvmpipe" where the device under test is PoCL. */
+   by default "pocl", or "llvmpipe" where the device under test is PoCL; sharded_threads
+   runs such calls from four threads at once on the same two queues. */
 #include "test.h"
 #include "clnorm_advanced.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +64,7 @@ static void put_views(problem *p, size_t i, int xb, size_t xoff, size_t xld, int
 
 /* Lays out n shards of cols on the buffers of layout lay; x is rows x total. */
 static void problem_make(problem *p, clnorm_dtype dt, size_t rows, size_t n, const size_t *cols,
-                         int lay, float *x, cl_context ctx)
+                         int lay, float *x, cl_context ctx, rng *g)
 {
     memset(p, 0, sizeof *p);
     p->dt = dt, p->rows = rows, p->n = n, p->x = x;
@@ -73,8 +75,8 @@ static void problem_make(problem *p, clnorm_dtype dt, size_t rows, size_t n, con
     }
     if (lay == L_SHARED) {
         /* One matrix for x and one for y, shards side by side, padding between rows. */
-        size_t xo = rng_below(&R, 4), xld = p->total + 1 + rng_below(&R, 5);
-        size_t yo = rng_below(&R, 4), yld = p->total + rng_below(&R, 5);
+        size_t xo = rng_below(g, 4), xld = p->total + 1 + rng_below(g, 5);
+        size_t yo = rng_below(g, 4), yld = p->total + rng_below(g, 5);
         buf_make(p, 0, xo + rows * xld + 3, 1, ctx);
         buf_make(p, 1, yo + rows * yld + 3, 0, ctx);
         p->nbuf = 2;
@@ -85,7 +87,7 @@ static void problem_make(problem *p, clnorm_dtype dt, size_t rows, size_t n, con
            of width w, shard i's x holds columns [start, start + cols) of every
            (i + 1)-th row, its y columns [total + start, ...) of every (n - i)-th. The
            views' spans cross but they share no element, so the call must accept them. */
-        const size_t w = 2 * p->total + 1 + rng_below(&R, 3);
+        const size_t w = 2 * p->total + 1 + rng_below(g, 3);
         buf_make(p, 0, rows * w * n + w, 1, ctx);
         p->nbuf = 1;
         for (size_t i = 0; i < n; i++)
@@ -93,14 +95,14 @@ static void problem_make(problem *p, clnorm_dtype dt, size_t rows, size_t n, con
                       w * (n - i));
     } else {
         for (size_t i = 0; i < n; i++) {
-            size_t xo = rng_below(&R, 4), xld = cols[i] + 1 + rng_below(&R, 4);
+            size_t xo = rng_below(g, 4), xld = cols[i] + 1 + rng_below(g, 4);
             buf_make(p, p->nbuf, xo + rows * xld + 2, 1, ctx);
             const int xb = p->nbuf++;
             if (lay == L_INPLACE) {
                 put_views(p, i, xb, xo, xld, xb, xo, xld);
                 continue;
             }
-            size_t yo = rng_below(&R, 4), yld = cols[i] + rng_below(&R, 3);
+            size_t yo = rng_below(g, 4), yld = cols[i] + rng_below(g, 3);
             buf_make(p, p->nbuf, yo + rows * yld + 2, 0, ctx);
             put_views(p, i, xb, xo, xld, p->nbuf++, yo, yld);
         }
@@ -178,7 +180,7 @@ static void check_values(const problem *p, const float *m, const float *l, const
 
 /* One sharded call on a fresh problem, checked; queues[i % nq] carries shard i. */
 static void run_case(clnorm_dtype dt, size_t rows, size_t n, const size_t *cols, int lay,
-                     float *x, cl_command_queue *queues, size_t nq, cl_context *ctxs)
+                     float *x, cl_command_queue *queues, size_t nq, cl_context *ctxs, rng *g)
 {
     char label[160];
     int o = snprintf(label, sizeof label, "%s %s %zu rows, shards", dt_name(dt),
@@ -190,7 +192,7 @@ static void run_case(clnorm_dtype dt, size_t rows, size_t n, const size_t *cols,
     /* Layouts in one buffer need one context: all shards on queue 0 then. */
     problem p;
     const int one_ctx = lay == L_SHARED || lay == L_STRIDES || nq == 1;
-    problem_make(&p, dt, rows, n, cols, lay, x, ctxs[0]);
+    problem_make(&p, dt, rows, n, cols, lay, x, ctxs[0], g);
     if (!one_ctx) {
         /* Separate buffers: each shard's own, made again in its queue's context. */
         for (size_t i = 0; i < n; i++) {
@@ -243,7 +245,7 @@ void test_sharded_values(void)
             for (int lay = 0; lay < L_COUNT; lay++) {
                 random_x(x, rows, total);
                 run_case((clnorm_dtype)d, rows, nsplit[s], splits[s], lay, x, qs, lay & 1 ? 1 : 2,
-                         cs);
+                         cs, &R);
             }
             free(x);
         }
@@ -277,7 +279,7 @@ void test_sharded_special(void)
             x[4 * total + rng_below(&R, 7)] = INFINITY;                     /* two shards */
             x[4 * total + 308 + rng_below(&R, 33)] = INFINITY;
             x[4 * total + 7] = -INFINITY;
-            run_case((clnorm_dtype)d, rows, n, cols, lay, x, qs, 1, cs);
+            run_case((clnorm_dtype)d, rows, n, cols, lay, x, qs, 1, cs, &R);
         }
     free(x);
 }
@@ -291,7 +293,7 @@ void test_sharded_bad_input(void)
     for (int bad = 0; bad < 9; bad++) {
         random_x(x, rows, total);
         problem p;
-        problem_make(&p, CLNORM_F32, rows, 3, cols, bad >= 7 ? L_SHARED : L_SEPARATE, x, T.ctx);
+        problem_make(&p, CLNORM_F32, rows, 3, cols, bad >= 7 ? L_SHARED : L_SEPARATE, x, T.ctx, &R);
         for (size_t i = 0; i < 3; i++) p.sh[i].queue = T.q;
         const size_t k = 1 + (size_t)bad % 2; /* the shard broken */
         clnorm_status want = CLNORM_INVALID_ARGUMENT;
@@ -325,7 +327,7 @@ void test_sharded_bad_input(void)
     {
         random_x(x, rows, total);
         problem p;
-        problem_make(&p, CLNORM_F32, rows, 3, cols, L_SEPARATE, x, T.ctx);
+        problem_make(&p, CLNORM_F32, rows, 3, cols, L_SEPARATE, x, T.ctx, &R);
         cl_command_queue q2 = t_new_queue(T.ctx, T.dev, 0);
         clnorm_plan_hints h;
         clnorm_plan_hints_init(&h);
@@ -400,8 +402,9 @@ void test_sharded_bad_input(void)
     CHECK(t_mentions(clnorm_last_error(), "dtype"), "message: %s", clnorm_last_error());
 }
 
-/* Shards on two devices (two contexts, perhaps two platforms) in one call. */
-void test_sharded_devices(void)
+/* The second device's session, its queue and context in qs[1] and cs[1]; NULL where
+   there is none, both sets of shards then on the device under test. */
+static clnorm_session *second_device(cl_command_queue qs[2], cl_context cs[2])
 {
     const char *spec = getenv("CLNORM_TEST_SECOND_DEVICE");
     if (!spec || !*spec) {
@@ -414,8 +417,8 @@ void test_sharded_devices(void)
     }
     clnorm_session *s2 = NULL;
     clnorm_status st = clnorm_session_create(spec, &s2);
-    cl_command_queue qs[2] = {T.q, T.q};
-    cl_context cs[2] = {T.ctx, T.ctx};
+    qs[0] = qs[1] = T.q;
+    cs[0] = cs[1] = T.ctx;
     if (st == CLNORM_SUCCESS) {
         qs[1] = clnorm_session_queue(s2);
         cs[1] = clnorm_session_context(s2);
@@ -424,6 +427,15 @@ void test_sharded_devices(void)
         CHECK(st == CLNORM_DEVICE_NOT_FOUND, "second device \"%s\": %s", spec, clnorm_last_error());
         NOTE("no second device \"%s\": both sets of shards on \"%s\"", spec, T.dev_name);
     }
+    return s2;
+}
+
+/* Shards on two devices (two contexts, perhaps two platforms) in one call. */
+void test_sharded_devices(void)
+{
+    cl_command_queue qs[2];
+    cl_context cs[2];
+    clnorm_session *s2 = second_device(qs, cs);
     static const size_t splits[][4] = {{1, 5000, 3, 0}, {64, 129, 1, 257}, {4096, 4097, 0, 0}};
     static const size_t nsplit[] = {3, 4, 2};
     for (int d = CLNORM_F32; d <= CLNORM_BF16; d++)
@@ -435,8 +447,54 @@ void test_sharded_devices(void)
             random_x(x, rows, total);
             if (rows > 1) x[total + rng_below(&R, total)] = INFINITY, x[total + 0] = INFINITY;
             run_case((clnorm_dtype)d, rows, n, splits[k], k == 1 ? L_INPLACE : L_SEPARATE, x, qs, 2,
-                     cs);
+                     cs, &R);
             free(x);
         }
+    clnorm_session_destroy(s2);
+}
+
+/* Threads that each run sharded calls of their own rows at once, on the same two
+   queues: every call's transfers and waits meet the others' on those queues. */
+typedef struct sharded_worker {
+    rng r;
+    cl_command_queue *qs;
+    cl_context *cs;
+} sharded_worker;
+
+static void *sharded_work(void *arg)
+{
+    sharded_worker *w = arg;
+    for (int it = 0; it < 6; it++) {
+        const clnorm_dtype dt = (clnorm_dtype)rng_below(&w->r, 3);
+        const size_t n = 2 + rng_below(&w->r, 3), rows = 1 + rng_below(&w->r, 9);
+        size_t cols[MAX_SHARDS], total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += cols[i] = 1 + rng_below(&w->r, rng_below(&w->r, 2) ? 40 : 3000);
+        float *x = malloc(rows * total * sizeof *x);
+        for (size_t r = 0; r < rows; r++) gen_row(&w->r, x + r * total, total, -1);
+        run_case(dt, rows, n, cols, rng_below(&w->r, 2) ? L_INPLACE : L_SEPARATE, x, w->qs, 2,
+                 w->cs, &w->r);
+        free(x);
+    }
+    return NULL;
+}
+
+void test_sharded_threads(void)
+{
+    enum { NT = 4 };
+    cl_command_queue qs[2];
+    cl_context cs[2];
+    clnorm_session *s2 = second_device(qs, cs);
+    sharded_worker ws[NT];
+    pthread_t th[NT];
+    const int before = t_failures();
+    for (int i = 0; i < NT; i++) {
+        ws[i] = (sharded_worker){rng_make(rng_u64(&R)), qs, cs};
+        if (!CHECK(pthread_create(&th[i], NULL, sharded_work, &ws[i]) == 0, "pthread_create %d", i))
+            th[i] = 0;
+    }
+    for (int i = 0; i < NT; i++)
+        if (th[i]) pthread_join(th[i], NULL);
+    NOTE("%d threads x 6 sharded calls, %d failures", NT, t_failures() - before);
     clnorm_session_destroy(s2);
 }
