@@ -54,6 +54,14 @@ static clnorm_status cln_set_kernel_args(cl_kernel k, cln_kernel_id kid, cln_arg
     return CLNORM_SUCCESS;
 }
 
+/* Whether q runs its commands in order (0 where the query fails). */
+static int cln_queue_in_order(cl_command_queue q)
+{
+    cl_command_queue_properties qp = 0;
+    return clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) == CL_SUCCESS &&
+           !(qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+}
+
 clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_profile *prof,
                                  const cln_stages *c, cl_uint num_wait,
                                  const cl_event *wait_list, cl_event *event)
@@ -66,17 +74,14 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     int gated = 0, in_order = 1;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
     const int serial = chain == CLN_SERIAL_ALL || c->sync_words;
-    cl_command_queue_properties qp = 0;
-    if ((c->part_bytes || c->sync_words) &&
-        (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) != CL_SUCCESS ||
-         (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)))
-        in_order = 0;
+    const int needs_scratch = c->part_bytes || c->sync_words;
+    if (needs_scratch) in_order = cln_queue_in_order(q);
     /* The first kernel also waits for the operation before (serial.c). Coop calls
        (which always take synchronisation words, so in_order was asked) on an in-order
        queue are chained by the queue where they follow one another there. */
     const int by_queue = chain == CLN_SERIAL_COOP && in_order;
     if (serial) cln_serial_begin(chain, q, by_queue, ctx, num_wait, wait_list, &dep, &gated);
-    if (c->part_bytes || c->sync_words) {
+    if (needs_scratch) {
         /* The synchronisation words belong to a scratch buffer, which a call that
            needs only them takes at its smallest. */
         if ((st = cln_scratch_acquire(ctx, q, in_order, c->part_bytes ? c->part_bytes : 1,
