@@ -71,14 +71,16 @@ clnorm_status cln_enqueue_stages(cl_command_queue q, cl_context ctx, const cln_p
     cl_uint sync_base = 0;
     cl_event prev = NULL, last = NULL, dep = NULL, zeroed = NULL, *waits = NULL;
     clnorm_status st = CLNORM_SUCCESS;
-    int gated = 0, in_order = 1;
+    int gated = 0;
     const cln_serial_chain chain = cln_serial_wanted(prof) ? CLN_SERIAL_ALL : CLN_SERIAL_COOP;
     const int serial = chain == CLN_SERIAL_ALL || c->sync_words;
     const int needs_scratch = c->part_bytes || c->sync_words;
-    if (needs_scratch) in_order = cln_queue_in_order(q);
-    /* The first kernel also waits for the operation before (serial.c). Coop calls
-       (which always take synchronisation words, so in_order was asked) on an in-order
-       queue are chained by the queue where they follow one another there. */
+    /* The queue's order matters to the scratch pool, to coop calls (which always take
+       synchronisation words) and to stages that follow one another; a one-stage call
+       without scratch does not ask. */
+    const int in_order = needs_scratch || c->n > 1 ? cln_queue_in_order(q) : 1;
+    /* The first kernel also waits for the operation before (serial.c). Coop calls on
+       an in-order queue are chained by the queue where they follow one another there. */
     const int by_queue = chain == CLN_SERIAL_COOP && in_order;
     if (serial) cln_serial_begin(chain, q, by_queue, ctx, num_wait, wait_list, &dep, &gated);
     if (needs_scratch) {
