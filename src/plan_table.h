@@ -68,10 +68,9 @@ typedef struct cln_plan_params {
        per row, more of the rows held at once: 'One-launch split rows'. */
     size_t coop_local_elems;
     /* Where the automatic plan takes coop over the two-launch split: rows of at least
-       coop_rows_min, of elements of at least coop_elem_bytes_min bytes. On the H200
-       the split was faster for one to eight vocabulary rows (the second launch
-       re-reads them from L2); since the local-memory hold, coop is faster for 16-bit
-       rows too, so the H200's table admits every dtype. */
+       coop_rows_min, of elements of at least coop_elem_bytes_min bytes. Since the
+       pairs became their own flags and calls stopped chaining by events, coop is the
+       faster on NVIDIA from one row and in every dtype, so the table admits all. */
     size_t coop_rows_min;
     size_t coop_elem_bytes_min;
 

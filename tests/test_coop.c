@@ -158,8 +158,9 @@ void test_coop_softmax(void)
           coop_runs);
 
     /* The plan's own choice on vocabulary-sized rows, and the same values whatever ran:
-       on NVIDIA, coop for 32 rows of float32 or bfloat16, the split for a few rows
-       (coop_rows_min and coop_elem_bytes_min in src/plan_table.c). */
+       on NVIDIA, coop for many rows or few, in float32 or bfloat16 (coop_rows_min and
+       coop_elem_bytes_min in src/plan_table.c), the split for a row whose slices would
+       outnumber the compute units. */
     const size_t rows = 32, cols = 128256;
     float *x = malloc(rows * cols * sizeof *x);
     if (!CHECK(x != NULL, "out of memory")) return;
@@ -174,8 +175,22 @@ void test_coop_softmax(void)
               "expected coop", rows, cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_BF16, 4, cols, x, 0, 0);
     if (nv)
-        CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT, "softmax bf16 4x%zu: the plan ran %s, "
-              "expected split", cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax bf16 4x%zu: the plan ran %s, "
+              "expected coop", cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, 1, cols, x, 0, 0);
+    if (nv)
+        CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax f32 1x%zu: the plan ran %s, "
+              "expected coop", cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    /* One row of all the buffer: slices of at most 128 x 64 elements, more of them than
+       an H100's or H200's 132 compute units. */
+    cl_uint cus = 0;
+    clGetDeviceInfo(T.dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    if (nv && (size_t)cus * 128 * 64 < rows * cols) {
+        v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, 1, rows * cols, x, 0, 0);
+        CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT, "softmax f32 1x%zu: the plan ran %s, "
+              "expected split", rows * cols,
+              v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    }
     /* Rows that do not start at whole vectors: the automatic plan splits them. */
     v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols - 1, x, 1, cols);
     if (nv)

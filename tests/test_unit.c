@@ -459,18 +459,19 @@ void test_plan(void)
                         CHECK(pl.groups > rows, "%s: %zu work-groups for %zu long rows leave most "
                               "of %u compute units idle", label, pl.groups, rows, p->compute_units);
                 }
-            /* One launch (coop) or two (split) for vocabulary rows, as the table's
-               coop_rows_min and coop_elem_bytes_min say: coop for many rows. */
+            /* One launch (coop) for vocabulary rows, few or many, and two (split) where
+               a row's slices would outnumber the compute units. */
             const struct {
                 clnorm_dtype dt;
                 size_t rows, cols;
                 cln_variant want;
             } vocab[] = {
                 {CLNORM_F32, 64, 128256, CLN_VAR_COOP},    {CLNORM_F32, 128, 151936, CLN_VAR_COOP},
-                {CLNORM_F32, 32, 128256, CLN_VAR_COOP},    {CLNORM_F32, 31, 128256, CLN_VAR_SPLIT},
-                {CLNORM_F32, 8, 262144, CLN_VAR_SPLIT},    {CLNORM_F32, 1, 1u << 20, CLN_VAR_SPLIT},
+                {CLNORM_F32, 32, 128256, CLN_VAR_COOP},    {CLNORM_F32, 31, 128256, CLN_VAR_COOP},
+                {CLNORM_F32, 8, 262144, CLN_VAR_COOP},     {CLNORM_F32, 1, 1u << 20, CLN_VAR_COOP},
                 {CLNORM_BF16, 64, 128256, CLN_VAR_COOP},   {CLNORM_F16, 128, 151936, CLN_VAR_COOP},
-                {CLNORM_BF16, 16, 128256, CLN_VAR_SPLIT},  {CLNORM_BF16, 1, 1u << 20, CLN_VAR_SPLIT},
+                {CLNORM_BF16, 16, 128256, CLN_VAR_COOP},   {CLNORM_BF16, 1, 1u << 20, CLN_VAR_COOP},
+                {CLNORM_F32, 1, 1u << 22, CLN_VAR_SPLIT},  {CLNORM_BF16, 2, 1u << 22, CLN_VAR_SPLIT},
             };
             for (size_t v = 0; v < COUNT_OF(vocab); v++) {
                 plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
