@@ -284,8 +284,8 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
 }
 
 /* Step 5: the variant. Split when rows are too few to fill the device and long enough
-   to share (in one launch, coop, where the device and the table's rows and element
-   size allow); registers when the row fits; stream otherwise. A forced variant the op
+   to share (in one launch, coop, where the device takes it and a row's slices fit
+   its compute units); registers when the row fits; stream otherwise. A forced variant the op
    lacks streams; a forced work-group size or team keeps an unforced plan whole. */
 static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_plan_regs *r)
 {
@@ -302,11 +302,8 @@ static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_
     const int few = in->rows < t->split_rows_per_cu * in->cus;
     if (few && in->cols >= t->split_cols_min && cln_has_variant(op, CLN_VAR_SPLIT)) {
         if (!lim->force_wg && !lim->force_team) {
-            if (in->rows >= t->coop_rows_min &&
-                cln_dtype_size(in->dtype) >= t->coop_elem_bytes_min &&
-                cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
-                return CLN_VAR_COOP;
-            return CLN_VAR_SPLIT;
+            return cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL) ? CLN_VAR_COOP
+                                                                              : CLN_VAR_SPLIT;
         }
         return r->fits && cln_has_variant(op, CLN_VAR_REGISTERS) ? in_regs : CLN_VAR_STREAM;
     }

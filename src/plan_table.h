@@ -67,12 +67,6 @@ typedef struct cln_plan_params {
        registers' CLN_COOP_ELEMS (at most as many again): longer slices, fewer groups
        per row, more of the rows held at once: 'One-launch split rows'. */
     size_t coop_local_elems;
-    /* Where the automatic plan takes coop over the two-launch split: rows of at least
-       coop_rows_min, of elements of at least coop_elem_bytes_min bytes. Since the
-       pairs became their own flags and calls stopped chaining by events, coop is the
-       faster on NVIDIA from one row and in every dtype, so the table admits all. */
-    size_t coop_rows_min;
-    size_t coop_elem_bytes_min;
 
     /* ---- softmax with given statistics (clnorm_softmax_apply) */
     /* Work-items of a group: 'Softmax with given statistics'. */

@@ -158,9 +158,8 @@ void test_coop_softmax(void)
           coop_runs);
 
     /* The plan's own choice on vocabulary-sized rows, and the same values whatever ran:
-       on NVIDIA, coop for many rows or few, in float32 or bfloat16 (coop_rows_min and
-       coop_elem_bytes_min in src/plan_table.c), the split for a row whose slices would
-       outnumber the compute units. */
+       on NVIDIA, coop for many rows or few, in float32 or bfloat16, the split for a
+       row whose slices would outnumber the compute units (cln_plan_coop_slices). */
     const size_t rows = 32, cols = 128256;
     float *x = malloc(rows * cols * sizeof *x);
     if (!CHECK(x != NULL, "out of memory")) return;
