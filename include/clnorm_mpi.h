@@ -8,6 +8,15 @@
 #define CLNORM_MPI_H
 
 #include "clnorm.h"
+/* This header uses MPI's C API only. Without these, Open MPI's and MPICH's mpi.h
+   declare their C++ bindings in a C++ program, whose library clnorm_mpi does not
+   link: a C++ program linking clnorm_mpi alone would fail to link. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #ifdef __cplusplus

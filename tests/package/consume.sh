@@ -5,7 +5,8 @@
 # add_subdirectory. Also checks that every installed file a
 # consumer needs is there and that find_package refuses an incompatible version.
 # Where clnorm_mpi was built (CLNORM_MPIEXEC set: the command that starts two ranks),
-# an MPI consumer too, through find_package(clnorm COMPONENTS mpi) and clnorm-mpi.pc.
+# MPI consumers too, through find_package(clnorm COMPONENTS mpi) from C and C++ and
+# through clnorm-mpi.pc.
 # Usage: consume.sh BUILD_DIR SOURCE_DIR VERSION SOVERSION
 set -eu
 build=$1 src=$2 version=$3 soversion=$4
@@ -107,12 +108,13 @@ if [ -n "${CLNORM_MPIEXEC:-}" ]; then
     fi
     mpirun_ "CMake, clnorm::clnorm_mpi" "$prefix/mpi-consumer/mpi_consumer_shared"
     mpirun_ "CMake, clnorm::clnorm_mpi_static" "$prefix/mpi-consumer/mpi_consumer_static"
+    mpirun_ "CMake, clnorm::clnorm_mpi from C++" "$prefix/mpi-consumer/mpi_consumer_cxx"
     mcflags=$(pkg-config --cflags clnorm-mpi) || fail "pkg-config --cflags clnorm-mpi"
     mlibs=$(pkg-config --libs clnorm-mpi) || fail "pkg-config --libs clnorm-mpi"
     # shellcheck disable=SC2086
     $cc -std=c11 $mcflags -o "$prefix/pc_mpi" "$src/tests/package/mpi_consumer/mpi_consumer.c" \
         $mlibs -lm -Wl,-rpath,"$libdir" || fail "linking with pkg-config --libs clnorm-mpi"
     mpirun_ "pkg-config clnorm-mpi, dynamic" "$prefix/pc_mpi"
-    ways="eight (three through clnorm_mpi)"
+    ways="nine (four through clnorm_mpi)"
 fi
 echo "PASS: installed into a temporary prefix and consumed $ways ways"
