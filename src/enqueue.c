@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest coop call's words (the ticket's two, two a group) fit one scratch buffer. */
+_Static_assert(2 + 2 * (long long)CLN_COOP_GROUPS_MAX <= CLN_SYNC_WORDS,
+               "CLN_COOP_GROUPS_MAX exceeds the synchronisation words of a scratch buffer");
+
 clnorm_status cln_enqueue_noop(cl_command_queue q, cl_uint num_wait, const cl_event *wait_list,
                                cl_event *event)
 {

@@ -285,8 +285,9 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
 
 /* Step 5: the variant. Split when rows are too few to fill the device and long enough
    to share (in one launch, coop, where the device takes it and a row's slices fit
-   its compute units); registers when the row fits; stream otherwise. A forced variant the op
-   lacks streams; a forced work-group size or team keeps an unforced plan whole. */
+   its compute units); registers when the row fits; else coop where the device takes
+   it, stream otherwise. A forced variant the op lacks streams; a forced work-group
+   size or team keeps an unforced plan whole. */
 static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_plan_regs *r)
 {
     const cln_plan_params *t = in->t;
@@ -308,6 +309,12 @@ static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_
         return r->fits && cln_has_variant(op, CLN_VAR_REGISTERS) ? in_regs : CLN_VAR_STREAM;
     }
     if (t->auto_registers && r->fits && cln_has_variant(op, CLN_VAR_REGISTERS)) return in_regs;
+    /* Rows the registers cannot hold: the streaming kernel reads each twice, the one
+       launch once, however many rows there are (1.5-1.7x on an H100 past 256 rows of
+       128256 columns: docs/DESIGN.md, 'One-launch split rows'). */
+    if (t->coop_long_rows && !lim->force_wg && !lim->force_team &&
+        cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
+        return CLN_VAR_COOP;
     return CLN_VAR_STREAM;
 }
 

@@ -8,10 +8,10 @@
 #include "types.h"
 
 /* Elements per work-item the coop variant holds (CLN_COOP_ELEMS in cl/coop.cl), and the
-   most work-groups one coop call may have, which keeps the synchronisation words of a
-   call few (src/scratch.c). */
+   most work-groups one coop call may have: the ticket's two synchronisation words and
+   two a group fill at most a scratch buffer's CLN_SYNC_WORDS (src/scratch.h). */
 #define CLN_COOP_ELEMS 32
-#define CLN_COOP_GROUPS_MAX 4095
+#define CLN_COOP_GROUPS_MAX ((1 << 19) - 1)
 /* The elements per work-item a coop slice holds in local memory, of a slice of e
    elements per work-item: those past the registers, rounded up to CLN_COOP_HOLD_STEP
    (the widest vector) so that every build of cl/coop.cl finds them all room. */

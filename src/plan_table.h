@@ -67,6 +67,10 @@ typedef struct cln_plan_params {
        registers' CLN_COOP_ELEMS (at most as many again): longer slices, fewer groups
        per row, more of the rows held at once: 'One-launch split rows'. */
     size_t coop_local_elems;
+    /* 1: rows too long for the registers take the one launch instead of streaming,
+       however many rows there are (one read of each row instead of two): 'One-launch
+       split rows'. */
+    int coop_long_rows;
 
     /* ---- softmax with given statistics (clnorm_softmax_apply) */
     /* Work-items of a group: 'Softmax with given statistics'. */

@@ -167,9 +167,11 @@ clnorm_status cln_scratch_sync(cln_scratch *s, cl_command_queue q, size_t words,
     /* The caller holds s alone (held, or out of the pool) until release. */
     *zeroed = NULL;
     const size_t pool = (cln_faults() & CLN_FAULT_SYNC_SMALL) ? CLN_SYNC_WORDS_SMALL : CLN_SYNC_WORDS;
-    if (words > CLN_SYNC_WORDS_SMALL)
+    /* A call that needs more than the pool (only under the fault) takes the buffer's
+       words from the start after a refill. */
+    if (words > CLN_SYNC_WORDS)
         return cln_fail(CLNORM_INVALID_ARGUMENT, "%zu synchronisation words asked, %d at most",
-                        words, CLN_SYNC_WORDS_SMALL);
+                        words, CLN_SYNC_WORDS);
     cl_int err = CL_SUCCESS;
     /* Calls take words from an even index, so 64-bit pairs after the ticket's pair of
        words are aligned. */

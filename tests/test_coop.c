@@ -197,6 +197,25 @@ void test_coop_softmax(void)
               "ran %s, expected split", rows, cols - 1,
               v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     free(x);
+    /* Many rows too long for the registers take the one launch on NVIDIA however many
+       there are: 830 rows of 5 slices, 4150 groups, whose synchronisation words
+       outnumber the fault sync-small's pool, with special rows among them and a
+       leading dimension past the row. */
+    if (nv) {
+        const size_t mrows = 830, mcols = 32776, ld = mcols + 8;
+        float *mx = malloc(mrows * mcols * sizeof *mx);
+        if (!CHECK(mx != NULL, "out of memory")) return;
+        gen_rows(&R, mx, mrows, mcols);
+        special_rows(mx, mrows / 4, mcols);
+        for (size_t d = 0; d < 2; d++) {
+            const clnorm_dtype dt = d ? CLNORM_BF16 : CLNORM_F32;
+            v = run_softmax(OP_SOFTMAX_AUTO, dt, mrows, mcols, mx, 0, ld);
+            CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax %s %zux%zu (ld %zu): the plan "
+                  "ran %s, expected coop", dt_name(dt), mrows, mcols, ld,
+                  v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+        }
+        free(mx);
+    }
 }
 
 /* Coop calls from several threads on queues of their own at once: they run one at a
@@ -332,7 +351,7 @@ void test_coop_sync_words(void)
 {
     enum { WORDS = 1025, POOL = CLN_SYNC_WORDS_SMALL, CALLS = 24 };
     cln_scratch *s = NULL;
-    cl_uint *back = malloc(POOL * sizeof *back);
+    cl_uint *back = malloc((POOL + 2) * sizeof *back);
     int refills = 0;
     if (!CHECK(back, "out of memory") ||
         !CHECK(cln_faults_set("sync-small") == 0, "fault sync-small refused") ||
@@ -370,10 +389,33 @@ void test_coop_sync_words(void)
     }
     CHECK(refills >= 2, "%d refills in %d calls of %d words from %d", refills, CALLS, WORDS, POOL);
     {
-        cl_mem mem;
-        cl_uint base;
-        cl_event zeroed;
-        CHECK_ST(cln_scratch_sync(s, T.q, POOL + 1, &mem, &base, &zeroed), CLNORM_INVALID_ARGUMENT);
+        /* A call larger than the fault's pool takes the buffer's words from the start,
+           zeroed again, every time; one larger than the buffer is refused. */
+        cl_mem mem = NULL;
+        cl_uint base = 1;
+        cl_event zeroed = NULL;
+        for (int i = 0; i < 2; i++) {
+            if (!CHECK_ST(cln_scratch_sync(s, T.q, POOL + 2, &mem, &base, &zeroed), CLNORM_SUCCESS))
+                goto done;
+            CHECK(base == 0 && zeroed != NULL, "a call of %d words from a pool of %d: words from "
+                  "%u, %s fill event", POOL + 2, POOL, base, zeroed ? "a" : "no");
+            if (zeroed) {
+                CHECK_CL(clWaitForEvents(1, &zeroed));
+                clReleaseEvent(zeroed);
+                zeroed = NULL;
+            }
+            if (CHECK(t_read(T.q, mem, (POOL + 2) * sizeof *back, back), "reading the words")) {
+                size_t k = 0;
+                while (k < POOL + 2 && back[k] == 0) k++;
+                CHECK(k == POOL + 2, "a call of %d words: word %zu is %#x after zeroing", POOL + 2,
+                      k, k < POOL + 2 ? back[k] : 0);
+            }
+            const cl_uint dirt = 0xdeadbeefu;
+            CHECK_CL(clEnqueueFillBuffer(T.q, mem, &dirt, sizeof dirt, 0, (POOL + 2) * sizeof dirt,
+                                         0, NULL, NULL));
+        }
+        CHECK_ST(cln_scratch_sync(s, T.q, (size_t)CLN_SYNC_WORDS + 1, &mem, &base, &zeroed),
+                 CLNORM_INVALID_ARGUMENT);
     }
     NOTE("%d refills in %d calls", refills, CALLS);
 done:

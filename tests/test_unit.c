@@ -459,8 +459,10 @@ void test_plan(void)
                         CHECK(pl.groups > rows, "%s: %zu work-groups for %zu long rows leave most "
                               "of %u compute units idle", label, pl.groups, rows, p->compute_units);
                 }
-            /* One launch (coop) for vocabulary rows, few or many, and two (split) where
-               a row's slices would outnumber the compute units. */
+            /* One launch (coop) for vocabulary rows, few or many, and for any rows the
+               registers cannot hold; two (split) where a row's slices would outnumber the
+               compute units; streaming where the groups would exceed the synchronisation
+               words (CLN_COOP_GROUPS_MAX); the registers where the row fits them. */
             const struct {
                 clnorm_dtype dt;
                 size_t rows, cols;
@@ -472,6 +474,10 @@ void test_plan(void)
                 {CLNORM_BF16, 64, 128256, CLN_VAR_COOP},   {CLNORM_F16, 128, 151936, CLN_VAR_COOP},
                 {CLNORM_BF16, 16, 128256, CLN_VAR_COOP},   {CLNORM_BF16, 1, 1u << 20, CLN_VAR_COOP},
                 {CLNORM_F32, 1, 1u << 22, CLN_VAR_SPLIT},  {CLNORM_BF16, 2, 1u << 22, CLN_VAR_SPLIT},
+                {CLNORM_F32, 256, 128256, CLN_VAR_COOP},   {CLNORM_F32, 320, 128256, CLN_VAR_COOP},
+                {CLNORM_BF16, 1024, 128256, CLN_VAR_COOP}, {CLNORM_F32, 4096, 50000, CLN_VAR_COOP},
+                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP},   {CLNORM_BF16, 8192, 20000, CLN_VAR_COOP},
+                {CLNORM_F32, 8192, 20000, CLN_VAR_WORDS},  {CLNORM_F32, 65536, 128256, CLN_VAR_STREAM},
             };
             for (size_t v = 0; v < COUNT_OF(vocab); v++) {
                 plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
@@ -602,21 +608,28 @@ void test_plan(void)
 
         /* 16-bit softmax rows that need a register team over 256 stay paired in the
            full form (words packed: 64 elements a work-item, a team of 512) where they
-           fill 3/4 of the slots, and stream online otherwise, as do rows not of whole
-           words; float32 rows of the same length stay paired, in one group of 1024. */
+           fill 3/4 of the slots; otherwise, as for rows not of whole words, the one
+           launch reads them once (online), and where views keep it from them
+           (no_coop) they stream online. float32 rows of the same length stay paired,
+           in one group of 1024. */
         if (p->nv && p->max_wg >= 1024) {
-            cln_limits f = no_limits();
-            const struct { clnorm_dtype dt; size_t rows, cols; } streamed[] = {
+            cln_limits f = no_limits(), off = no_limits();
+            off.no_coop = 1;
+            const struct { clnorm_dtype dt; size_t rows, cols; } unpaired[] = {
                 {CLNORM_F16, 2048, 20000}, {CLNORM_BF16, 1024, 32767}, {CLNORM_BF16, 1024, 32766}};
-            for (size_t c = 0; c < COUNT_OF(streamed); c++) {
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, streamed[c].dt,
-                           streamed[c].rows, streamed[c].cols);
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, streamed[c].dt, streamed[c].rows,
-                                  streamed[c].cols, &pl, why), CLNORM_SUCCESS))
-                    CHECK(pl.variant == CLN_VAR_STREAM && pl.op == CLN_OP_SOFTMAX_ONLINE,
-                          "%s: %s %s, expected online streaming", label, cln_op_name(pl.op),
-                          cln_variant_name(pl.variant));
-            }
+            for (size_t c = 0; c < COUNT_OF(unpaired); c++)
+                for (int o = 0; o < 2; o++) {
+                    cln_limits *lm = o ? &off : &f;
+                    const cln_variant want = o ? CLN_VAR_STREAM : CLN_VAR_COOP;
+                    plan_label(label, sizeof label, np, lm, CLN_OP_SOFTMAX_AUTO, unpaired[c].dt,
+                               unpaired[c].rows, unpaired[c].cols);
+                    if (CHECK_ST(plan(np, lm, CLN_OP_SOFTMAX_AUTO, unpaired[c].dt, unpaired[c].rows,
+                                      unpaired[c].cols, &pl, why), CLNORM_SUCCESS))
+                        CHECK(pl.variant == want && pl.op == CLN_OP_SOFTMAX_ONLINE,
+                              "%s%s: %s %s, expected online %s", label, o ? " (no_coop)" : "",
+                              cln_op_name(pl.op), cln_variant_name(pl.variant),
+                              cln_variant_name(want));
+                }
             plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536);
             if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, CLNORM_F16, 512, 65536, &pl, why),
                          CLNORM_SUCCESS))
