@@ -283,6 +283,12 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
     return slices;
 }
 
+/* Whether the shape can take the coop variant in the table's work-groups. */
+static int cln_plan_coop_fits(const cln_plan_in *in, cln_op op)
+{
+    return cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL) != 0;
+}
+
 /* Step 5: the variant. Split when rows are too few to fill the device and long enough
    to share (in one launch, coop, where the device takes it and a row's slices fit
    its compute units); registers when the row fits; else coop where the device takes
@@ -296,25 +302,21 @@ static cln_variant cln_plan_variant(const cln_plan_in *in, cln_op op, const cln_
     if (lim->force_variant >= 0) {
         cln_variant var = (cln_variant)lim->force_variant;
         if (var == CLN_VAR_WORDS && !r->words) var = CLN_VAR_REGISTERS; /* odd columns or rows */
-        if (var == CLN_VAR_COOP && !cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
+        if (var == CLN_VAR_COOP && !cln_plan_coop_fits(in, op))
             var = CLN_VAR_SPLIT; /* a device, shape or view the coop form cannot take */
         return cln_has_variant(op, var) ? var : CLN_VAR_STREAM;
     }
+    const int whole = lim->force_wg || lim->force_team;
     const int few = in->rows < t->split_rows_per_cu * in->cus;
     if (few && in->cols >= t->split_cols_min && cln_has_variant(op, CLN_VAR_SPLIT)) {
-        if (!lim->force_wg && !lim->force_team) {
-            return cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL) ? CLN_VAR_COOP
-                                                                              : CLN_VAR_SPLIT;
-        }
+        if (!whole) return cln_plan_coop_fits(in, op) ? CLN_VAR_COOP : CLN_VAR_SPLIT;
         return r->fits && cln_has_variant(op, CLN_VAR_REGISTERS) ? in_regs : CLN_VAR_STREAM;
     }
     if (t->auto_registers && r->fits && cln_has_variant(op, CLN_VAR_REGISTERS)) return in_regs;
     /* Rows the registers cannot hold: the streaming kernel reads each twice, the one
        launch once, however many rows there are (1.5-1.7x on an H100 past 256 rows of
        128256 columns: docs/DESIGN.md, 'One-launch split rows'). */
-    if (t->coop_long_rows && !lim->force_wg && !lim->force_team &&
-        cln_plan_coop_slices(in, op, cln_plan_coop_wg(in), NULL))
-        return CLN_VAR_COOP;
+    if (t->coop_long_rows && !whole && cln_plan_coop_fits(in, op)) return CLN_VAR_COOP;
     return CLN_VAR_STREAM;
 }
 

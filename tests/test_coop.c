@@ -342,6 +342,16 @@ done:
     free(want);
 }
 
+/* Whether words [from, end) of mem read back as zero; what names the call. */
+static int sync_words_zero(cl_mem mem, cl_uint *back, size_t from, size_t end, const char *what)
+{
+    if (!CHECK(t_read(T.q, mem, end * sizeof *back, back), "%s: reading the words", what))
+        return 0;
+    size_t k = from;
+    while (k < end && back[k] == 0) k++;
+    return CHECK(k == end, "%s: word %zu is %#x after zeroing", what, k, k < end ? back[k] : 0);
+}
+
 /* The coop variant's synchronisation words (src/scratch.c): each call gets words from
    an even index that no call has used since they were zeroed; when they run out, a
    fill on the queue zeroes them again and the call gets its event to wait for. The
@@ -376,10 +386,10 @@ void test_coop_sync_words(void)
             CHECK_CL(clWaitForEvents(1, &zeroed));
             clReleaseEvent(zeroed);
         }
-        if ((i == 0 || wrapped) && CHECK(t_read(T.q, mem, POOL * sizeof *back, back), "reading the words")) {
-            size_t k = i == 0 ? base : 0, end = i == 0 ? base + WORDS : POOL;
-            while (k < end && back[k] == 0) k++;
-            CHECK(k == end, "call %d: word %zu is %#x after zeroing", i, k, k < end ? back[k] : 0);
+        if (i == 0 || wrapped) {
+            char what[32];
+            snprintf(what, sizeof what, "call %d", i);
+            sync_words_zero(mem, back, i == 0 ? base : 0, i == 0 ? base + WORDS : POOL, what);
         }
         const cl_uint dirt = 0xdeadbeefu;
         if (!CHECK_CL(clEnqueueFillBuffer(T.q, mem, &dirt, sizeof dirt, base * sizeof dirt,
@@ -404,12 +414,7 @@ void test_coop_sync_words(void)
                 clReleaseEvent(zeroed);
                 zeroed = NULL;
             }
-            if (CHECK(t_read(T.q, mem, (POOL + 2) * sizeof *back, back), "reading the words")) {
-                size_t k = 0;
-                while (k < POOL + 2 && back[k] == 0) k++;
-                CHECK(k == POOL + 2, "a call of %d words: word %zu is %#x after zeroing", POOL + 2,
-                      k, k < POOL + 2 ? back[k] : 0);
-            }
+            sync_words_zero(mem, back, 0, POOL + 2, "a call past the pool");
             const cl_uint dirt = 0xdeadbeefu;
             CHECK_CL(clEnqueueFillBuffer(T.q, mem, &dirt, sizeof dirt, 0, (POOL + 2) * sizeof dirt,
                                          0, NULL, NULL));
