@@ -104,7 +104,7 @@ typedef float cln_coop_t;
     _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                         \
     {                                                                                      \
         const ulong k = (ulong)((c0) + i) * team + lane;                                   \
-        v[i] = (c0) + i < (cend) && k < nc ? LOAD(xs, k) : (cln_coop_t)(-INFINITY);       \
+        v[i] = (c0) + i < (cend) && k < nc ? LOAD(xv, k) : (cln_coop_t)(-INFINITY);       \
     }
 #define CLN_COOP_FETCH(c0, cend)                                                           \
     do {                                                                                   \
@@ -217,18 +217,29 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong g = *ticket, row = g / slices, s = g % slices;
     const ulong c0 = s * slice_len;
-    const ulong n = (c0 + slice_len < cols ? c0 + slice_len : cols) - c0, nc = n / CLN_VEC;
+    const ulong n = (c0 + slice_len < cols ? c0 + slice_len : cols) - c0;
     __global const cln_t *xs = x + xoff + row * xld + c0;
     __global cln_t *ys = y + yoff + row * yld + c0;
+    /* A slice that starts inside a vector, in x and y alike, leaves its first h
+       elements loose so that the rest starts at a whole vector (a row of odd length,
+       or a view at an odd offset, loads in vectors all the same); where x and y sit at
+       different places in the vector, the kernel loads element by element. */
     const ulong vb = CLN_VEC * sizeof(cln_t);
-    const bool aligned = (ulong)xs % vb == 0 && (ulong)ys % vb == 0;
+    const ulong hx = (vb - (ulong)xs % vb) % vb / sizeof(cln_t);
+    const ulong hy = (vb - (ulong)ys % vb) % vb / sizeof(cln_t);
+    const ulong h = hx == hy ? (hx < n ? hx : n) : 0;
+    __global const cln_t *xv = xs + h;
+    __global cln_t *yv = ys + h;
+    const ulong nc = (n - h) / CLN_VEC, loose = n - nc * CLN_VEC;
+    const bool aligned = (ulong)xv % vb == 0 && (ulong)yv % vb == 0;
 
-    /* The slice: chunk i * team + lane in v[i], and past the registers' chunks, chunk
-       (CLN_COOP_CHUNKS + j) * team + lane in held (cln_coop_put), which only this
-       work-item touches. Its last n % CLN_VEC elements are read again at the write
-       instead of held, as teams may be smaller than vectors. The held part is one
-       batch of at most CLN_COOP_CHUNKS chunks (the plan holds at most CLN_COOP_ELEMS
-       elements per work-item in local memory).
+    /* The slice past its first h elements: chunk i * team + lane in v[i], and past the
+       registers' chunks, chunk (CLN_COOP_CHUNKS + j) * team + lane in held
+       (cln_coop_put), which only this work-item touches. Its loose elements (the first
+       h and the last (n - h) % CLN_VEC, where CLN_REST_COL puts them) are read again
+       at the write instead of held, as teams may be smaller than vectors. The held
+       part is one batch of at most CLN_COOP_CHUNKS chunks (the plan holds at most
+       CLN_COOP_ELEMS elements per work-item in local memory).
 
        Each part's weights are taken under that part's own maximum as soon as it
        arrives, the held part's before the registers' part is asked for: work-items
@@ -246,9 +257,11 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
             if (i < hc) cln_coop_put(held, i, team, lane, v[i]);
     }
     CLN_COOP_FETCH(0, CLN_COOP_CHUNKS);
-    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) mr = fmax(mr, CLN_LOAD(xs, tc));
+    for (ulong t = lane; t < loose; t += team)
+        mr = fmax(mr, CLN_LOAD(xs, CLN_REST_COL(t, h, nc)));
     CLN_COOP_WEIGH(mr, lr);
-    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team) lr += cln_w(CLN_LOAD(xs, tc), mr);
+    for (ulong t = lane; t < loose; t += team)
+        lr += cln_w(CLN_LOAD(xs, CLN_REST_COL(t, h, nc)), mr);
     float m = mh, l = lh;
     cln_merge(&m, &l, mr, lr);
     cln_pair(&m, &l, pair, pair + team, lid, lane, team);
@@ -265,15 +278,17 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
-        if (k < nc) CLN_COOP_STORE(ys, k, v[i] * sr);
+        if (k < nc) CLN_COOP_STORE(yv, k, v[i] * sr);
     }
     for (uint j = 0; j < hc; j++) {
         const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
-        if (k < nc) CLN_COOP_STORE(ys, k, cln_coop_get(held, j, team, lane) * sh);
+        if (k < nc) CLN_COOP_STORE(yv, k, cln_coop_get(held, j, team, lane) * sh);
     }
-    /* The tail, read again: each element is read and written by one work-item, so y
-       may be x. */
-    for (ulong tc = nc * CLN_VEC + lane; tc < n; tc += team)
-        CLN_STORE(ys, tc, cln_w(CLN_LOAD(xs, tc), rm) * inv);
+    /* The loose elements, read again: each element is read and written by one
+       work-item, so y may be x. */
+    for (ulong t = lane; t < loose; t += team) {
+        const ulong e = CLN_REST_COL(t, h, nc);
+        CLN_STORE(ys, e, cln_w(CLN_LOAD(xs, e), rm) * inv);
+    }
 }
 #endif

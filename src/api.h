@@ -10,9 +10,9 @@
 
 /* The plan of one call of op on p under settings s: the merged limits, the tuning
    table (unless s turns it off; it may resolve softmax AUTO in *op), then
-   cln_plan_make. no_words, no_coop: some view's rows do not start at whole words, at
-   whole vectors. *lim
-   receives the limits planned under, *tuned whether the tuning table chose. A
+   cln_plan_make. no_words: some view's rows do not start at whole words; no_coop:
+   x's and y's rows sit at different places in the vector. *lim receives the limits
+   planned under, *tuned whether the tuning table chose. A
    refusal is recorded, naming the call. */
 CLN_HIDDEN clnorm_status cln_plan_call(const cln_settings *s, const cln_profile *p, cln_op *op,
                                        clnorm_dtype dtype, size_t rows, size_t cols,

@@ -23,6 +23,17 @@ static int cln_rows_misaligned(const cln_args *a, size_t word)
     return (bits & (word - 1)) != 0;
 }
 
+/* 1 when x's and y's rows sit at different places in a vector of vec elements (a
+   power of two), where the one-launch kernel loads element by element; rows that
+   start inside a vector at the same place in both load in vectors past their first
+   elements (cl/coop.cl). */
+static int cln_rows_out_of_step(const cln_args *a, size_t vec)
+{
+    size_t bits = a->x.offset - a->y.offset;
+    if (a->rows > 1) bits |= a->x.ld - a->y.ld;
+    return (bits & (vec - 1)) != 0;
+}
+
 /* What a call ran, for clnorm_last_plan and CLNORM_TRACE: after the tuning table,
    the views' alignment and the compiled kernels' limits had their say. */
 typedef struct cln_call_info {
@@ -83,7 +94,7 @@ replan:
     info->kernel_limit = 0;
     /* The tuning table may resolve softmax AUTO in op. */
     st = cln_plan_call(set, prof, &op, dtype, rows, cols, cln_rows_misaligned(a, info->word),
-                       cln_rows_misaligned(a, cln_build_vec(prof, dtype)), &lim, pl,
+                       cln_rows_out_of_step(a, cln_build_vec(prof, dtype)), &lim, pl,
                        &info->tuned);
     if (st == CLNORM_UNSUPPORTED && cln_profile_dropped(prof)) {
         snprintf(why, sizeof why, "%s", clnorm_last_error());

@@ -252,8 +252,8 @@ static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
 }
 
 /* Slices of a coop plan in groups of wg, or 0 where it cannot run: the device must be
-   one whose running groups progress side by side (NVIDIA), the op softmax, the views
-   aligned to the vector, a row's slices no more than the compute units (so that they
+   one whose running groups progress side by side (NVIDIA), the op softmax, 16-bit
+   rows of x and y at one place in the vector, a row's slices no more than the compute units (so that they
    all run at once) and the groups within the synchronisation words' count. Slices
    hold at most CLN_COOP_ELEMS elements per work-item in registers and the table's
    coop_local_elems in local memory, and are as many as give the table's groups per
@@ -261,9 +261,13 @@ static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
 static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, size_t *slice_len)
 {
     const cln_plan_params *t = in->t;
-    /* Views off the vector cost the kernel element-by-element accesses: a forced coop
-       takes them, the automatic plan splits them instead. */
-    const int misaligned = in->lim->no_coop && in->lim->force_variant != CLN_VAR_COOP;
+    /* Views whose x and y rows sit at different places in the vector cost the kernel
+       element-by-element accesses. float32 rows still read once at 4 bytes a load,
+       16-bit ones take 2 bytes a load and lose to reading twice in vectors: the
+       automatic plan splits or streams those, a forced coop takes any
+       (docs/DESIGN.md, 'One-launch split rows'). */
+    const int misaligned = in->lim->no_coop && in->dtype != CLNORM_F32 &&
+                           in->lim->force_variant != CLN_VAR_COOP;
     if (!t->coop_wg || !in->p->coop || misaligned || !wg || wg > in->max_wg ||
         !cln_has_variant(op, CLN_VAR_COOP) || !in->rows)
         return 0;

@@ -38,9 +38,10 @@ typedef struct cln_limits {
     int no_words;         /* set by the caller when some view's rows do not all start
                              at a multiple of the word: the words variant is
                              then off */
-    int no_coop;          /* set by the caller when some view's rows do not all start
-                             at a multiple of the programs' vector (cln_build_vec):
-                             the coop variant is then off */
+    int no_coop;          /* set by the caller when x's and y's rows sit at
+                             different places in the programs' vector
+                             (cln_build_vec): the coop variant is then off for
+                             16-bit rows */
     size_t word;          /* CLNORM_PAIR_WORD: elements per word of the words variant
                              (2 or 4), 0 for the device's choice (cln_word_size) */
 } cln_limits;

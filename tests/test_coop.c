@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs one softmax call with the settings in force; returns the variant that ran,
-   or -1 where the call failed its check. */
-static int run_softmax(top op, clnorm_dtype dt, size_t rows, size_t cols, const float *x,
-                       size_t xoff, size_t yld)
+/* Runs one softmax call with the settings in force, x at offset xoff and y at yoff,
+   both with leading dimension ld; returns the variant that ran, or -1 where the call
+   failed its check. */
+static int run_softmax_at(top op, clnorm_dtype dt, size_t rows, size_t cols, const float *x,
+                          size_t xoff, size_t yoff, size_t ld)
 {
     op_args a;
     memset(&a, 0, sizeof a);
@@ -27,13 +28,20 @@ static int run_softmax(top op, clnorm_dtype dt, size_t rows, size_t cols, const 
     a.cols = cols;
     a.x = x;
     a.xoff = xoff;
-    a.yoff = xoff;
-    a.xld = yld;
-    a.yld = yld;
+    a.yoff = yoff;
+    a.xld = ld;
+    a.yld = ld;
     clnorm_plan_info pl;
     if (check_op(&a, CLNORM_SUCCESS) != CLNORM_SUCCESS) return -1;
     if (!CHECK(clnorm_last_plan(&pl), "softmax %zux%zu: no plan recorded", rows, cols)) return -1;
     return pl.variant;
+}
+
+/* The same with x and y at one offset. */
+static int run_softmax(top op, clnorm_dtype dt, size_t rows, size_t cols, const float *x,
+                       size_t off, size_t ld)
+{
+    return run_softmax_at(op, dt, rows, cols, x, off, off, ld);
 }
 
 /* Special rows: all -inf; -inf in every slice but one; a NaN in the last slice; +inf
@@ -100,15 +108,17 @@ void test_coop_softmax(void)
                       op_name(op), dt_name(dts[d]), rows, cols, special ? " (special rows)" : "",
                       slices, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
                       clnorm_variant_name(here));
-                /* Rows that do not start at a whole vector. */
-                if (rows > 1 && cols > 7) {
-                    v = run_softmax(op, dts[d], rows, cols, x, 1, cols + 3);
-                    CHECK(v < 0 || v == (int)want,
-                          "%s %s %zux%zu at offset 1, ld %zu: ran %s, expected %s",
-                          op_name(op), dt_name(dts[d]), rows, cols, cols + 3,
-                          v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
-                          clnorm_variant_name(want));
-                }
+                /* Rows that do not start at a whole vector, x and y at one place in
+                   it and at two. */
+                if (rows > 1 && cols > 7)
+                    for (size_t yoff = 0; yoff < 2; yoff++) {
+                        v = run_softmax_at(op, dts[d], rows, cols, x, 1, yoff, cols + 3);
+                        CHECK(v < 0 || v == (int)want,
+                              "%s %s %zux%zu, x at offset 1, y at %zu, ld %zu: ran %s, "
+                              "expected %s", op_name(op), dt_name(dts[d]), rows, cols, yoff,
+                              cols + 3, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
+                              clnorm_variant_name(want));
+                    }
                 free(x);
             }
     t_env_restore();
@@ -138,11 +148,12 @@ void test_coop_softmax(void)
             if ((c + d) % 2 && cols > 7) special_rows(x, rows, cols);
             t_config("CLNORM_VARIANT", "coop");
             t_config_num("CLNORM_SPLIT", 1);
-            for (size_t off = 0; off < 2; off++) {
-                /* Offsets 0 and 1, leading dimension cols and cols + 1: views the plan
-                   passes to the kernel, and ones it keeps from it. */
-                int v = run_softmax(d % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS, dts[d], rows,
-                                    cols, x, off, off ? cols + 1 : 0);
+            for (size_t off = 0; off < 3; off++) {
+                /* x and y at offset 0, then 1 with leading dimension cols + 1 (rows at
+                   every place in the vector, the first elements of each loose), then x
+                   at 1 and y at 0 (element by element). */
+                int v = run_softmax_at(d % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS, dts[d],
+                                       rows, cols, x, off ? 1 : 0, off == 1, off ? cols + 1 : 0);
                 coop_runs++;
                 coop_ran += v == CLNORM_VARIANT_COOP;
             }
@@ -190,12 +201,22 @@ void test_coop_softmax(void)
               "expected split", rows * cols,
               v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
     }
-    /* Rows that do not start at whole vectors: the automatic plan splits them. */
-    v = run_softmax(OP_SOFTMAX_AUTO, CLNORM_F32, rows, cols - 1, x, 1, cols);
-    if (nv)
-        CHECK(v < 0 || v == CLNORM_VARIANT_SPLIT, "softmax f32 %zux%zu at offset 1: the plan "
-              "ran %s, expected split", rows, cols - 1,
-              v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+    /* Rows that do not start at whole vectors take the one launch where x's and y's
+       rows sit at one place in the vector (loading in vectors past their first
+       elements). Where they sit at two, float32 rows still take it, loading element
+       by element, and 16-bit rows split. */
+    for (size_t d = 0; d < 3; d++)
+        for (size_t yoff = 0; yoff < 2; yoff++) {
+            const clnorm_dtype dt = d == 0 ? CLNORM_F32 : d == 1 ? CLNORM_F16 : CLNORM_BF16;
+            const clnorm_variant w =
+                yoff || dt == CLNORM_F32 ? CLNORM_VARIANT_COOP : CLNORM_VARIANT_SPLIT;
+            v = run_softmax_at(OP_SOFTMAX_AUTO, dt, rows, cols - 1, x, 1, yoff, cols);
+            if (nv)
+                CHECK(v < 0 || v == (int)w, "softmax %s %zux%zu, x at offset 1, y at %zu, ld "
+                      "%zu: the plan ran %s, expected %s", dt_name(dt), rows, cols - 1, yoff,
+                      cols, v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v),
+                      clnorm_variant_name(w));
+        }
     free(x);
     /* Many rows too long for the registers take the one launch on NVIDIA however many
        there are: 830 rows of 5 slices, 4150 groups, whose synchronisation words

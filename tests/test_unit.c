@@ -488,6 +488,28 @@ void test_plan(void)
                     CHECK(pl.variant == vocab[v].want, "%s: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(vocab[v].want));
             }
+            /* Views whose rows do not start at whole vectors (no_coop): float32 keeps
+               the one launch, loading element by element; 16-bit rows split where they
+               are few and stream where they are many. */
+            cln_limits off = no_limits();
+            off.no_coop = 1;
+            const struct {
+                clnorm_dtype dt;
+                size_t rows, cols;
+                cln_variant want;
+            } views[] = {
+                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP},  {CLNORM_F32, 64, 128255, CLN_VAR_COOP},
+                {CLNORM_BF16, 4096, 32769, CLN_VAR_STREAM}, {CLNORM_F16, 64, 128255, CLN_VAR_SPLIT},
+            };
+            for (size_t v = 0; v < COUNT_OF(views); v++) {
+                plan_label(label, sizeof label, np, &off, CLN_OP_SOFTMAX_ONLINE, views[v].dt,
+                           views[v].rows, views[v].cols);
+                if (CHECK_ST(plan(np, &off, CLN_OP_SOFTMAX_ONLINE, views[v].dt, views[v].rows,
+                                  views[v].cols, &pl, why),
+                             CLNORM_SUCCESS))
+                    CHECK(pl.variant == views[v].want, "%s (no_coop): %s, expected %s", label,
+                          cln_variant_name(pl.variant), cln_variant_name(views[v].want));
+            }
         }
 
         /* Rows in registers go paired where their length and every row start are even
