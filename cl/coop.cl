@@ -30,9 +30,9 @@
 /* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
 #if CLN_VEC > 1
 typedef cln_fv cln_coop_t;
-/* Element by element where the slice is not aligned to whole vectors (the plan
-   arranges that it is, but a build whose vector differs from the plan's, as in the
-   Oclgrind sweep, must stay correct). */
+/* Element by element where x's and y's slices sit at different places in the vector
+   (float32 views the plan sends here anyway, forced calls, and builds whose vector
+   differs from the plan's, as in the Oclgrind sweep). */
 CLN_INLINE cln_fv cln_coop_load_any(__global const cln_t *p, ulong k)
 {
     float t[CLN_VEC];

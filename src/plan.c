@@ -278,7 +278,8 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
         if (slices > in->cus) slices = in->cus;
     }
     if (slices < least) slices = least;
-    /* Whole vectors per slice, so every slice starts aligned. */
+    /* Whole vectors per slice, so every slice of a row starts at the row's place in
+       the vector. */
     const size_t step = wg * cln_build_vec(in->p, in->dtype);
     const size_t len = cln_div_up(cln_div_up(in->cols, slices), step) * step;
     slices = cln_div_up(in->cols, len);

@@ -97,8 +97,9 @@ void test_coop_softmax(void)
                 t_env_restore();
                 plan_set("coop", 0, 0, slices);
                 const top op = (c + ri + d) % 2 ? OP_SOFTMAX_ONLINE : OP_SOFTMAX_3PASS;
-                /* A forced coop runs at any alignment (element by element off the
-                   vector). */
+                /* A forced coop runs at any alignment (past a few loose elements
+                   where x and y start at one place in the vector, element by element
+                   where they start at two). */
                 const clnorm_variant here = want;
                 int v = run_softmax(op, dts[d], rows, cols, x, 0, 0);
                 runs++;
@@ -128,8 +129,9 @@ void test_coop_softmax(void)
 
     /* Every device runs the coop kernel where each row is one slice, so no group waits
        for another: injected as if the device ran its groups side by side, with rows
-       at every alignment (the kernel loads element by element where a slice does not
-       start at a whole vector). */
+       at every alignment (the kernel leaves a slice's first elements loose where x and
+       y start at one place in the vector, and loads element by element where they
+       start at two). */
     if (!nv) {
         t_setenv("CLNORM_TEST_FAULTS", "coop");
         CHECK(cln_faults_set("coop") == 0, "fault coop refused");

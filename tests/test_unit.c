@@ -488,9 +488,9 @@ void test_plan(void)
                     CHECK(pl.variant == vocab[v].want, "%s: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(vocab[v].want));
             }
-            /* Views whose rows do not start at whole vectors (no_coop): float32 keeps
-               the one launch, loading element by element; 16-bit rows split where they
-               are few and stream where they are many. */
+            /* Views whose x and y rows sit at different places in the vector
+               (no_coop): float32 keeps the one launch, loading element by element;
+               16-bit rows split where they are few and stream where they are many. */
             cln_limits off = no_limits();
             off.no_coop = 1;
             const struct {
