@@ -71,6 +71,10 @@ typedef struct cln_plan_params {
        however many rows there are (one read of each row instead of two): 'One-launch
        split rows'. */
     int coop_long_rows;
+    /* Softmax rows the register form would hold element by element (not of whole
+       words) take the one launch from this many columns, one slice a row loaded in
+       vectors; 0: never: 'One-launch split rows'. */
+    size_t coop_unpaired_cols_min;
 
     /* ---- softmax with given statistics (clnorm_softmax_apply) */
     /* Work-items of a group: 'Softmax with given statistics'. */

@@ -220,6 +220,25 @@ void test_coop_softmax(void)
                       clnorm_variant_name(w));
         }
     free(x);
+    /* Rows of odd length that the register form would load element by element take
+       the one launch on NVIDIA from a few thousand columns, one slice a row, with
+       special rows among them. */
+    {
+        const size_t orows = 97, ocols = 5003;
+        float *ox = malloc(orows * ocols * sizeof *ox);
+        if (!CHECK(ox != NULL, "out of memory")) return;
+        gen_rows(&R, ox, orows, ocols);
+        special_rows(ox, orows, ocols);
+        for (size_t d = 0; d < 3; d++) {
+            const clnorm_dtype dt = d == 0 ? CLNORM_F32 : d == 1 ? CLNORM_F16 : CLNORM_BF16;
+            v = run_softmax(OP_SOFTMAX_AUTO, dt, orows, ocols, ox, 0, 0);
+            if (nv)
+                CHECK(v < 0 || v == CLNORM_VARIANT_COOP, "softmax %s %zux%zu: the plan ran %s, "
+                      "expected coop", dt_name(dt), orows, ocols,
+                      v < 0 ? "none" : clnorm_variant_name((clnorm_variant)v));
+        }
+        free(ox);
+    }
     /* Many rows too long for the registers take the one launch on NVIDIA however many
        there are: 830 rows of 5 slices, 4150 groups, whose synchronisation words
        outnumber the fault sync-small's pool, with special rows among them and a

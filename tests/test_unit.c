@@ -515,7 +515,10 @@ void test_plan(void)
         /* Rows in registers go paired where their length and every row start are even
            (16-bit: twice the elements per work-item, so half the team, except where
            16-bit softmax takes the half form, whose words are unpacked so that exp is
-           taken once); odd ones, or CLNORM_VARIANT=reg, keep the plain register form. */
+           taken once); odd ones, or CLNORM_VARIANT=reg, keep the plain register form.
+           The views here are out of step (no_coop), so that rows not of whole words
+           stay in the register form: the one launch that takes them otherwise is
+           checked below. */
         if (p->nv) {
             struct {
                 clnorm_dtype dt;
@@ -547,6 +550,7 @@ void test_plan(void)
             };
             for (size_t c = 0; c < COUNT_OF(pc); c++) {
                 cln_limits f = no_limits();
+                f.no_coop = 1;
                 f.no_words = pc[c].no_words;
                 if (pc[c].force)
                     f.force_variant = pc[c].force == 1 ? CLN_VAR_WORDS : CLN_VAR_REGISTERS;
@@ -572,6 +576,7 @@ void test_plan(void)
                 {CLNORM_F32, 4096, CLN_VAR_WORDS}, {CLNORM_F32, 4098, CLN_VAR_REGISTERS}};
             for (size_t c = 0; c < COUNT_OF(wc); c++) {
                 cln_limits f = no_limits();
+                f.no_coop = 1;
                 f.word = 4;
                 plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_THREE_PASS, wc[c].dt, 4096,
                            wc[c].cols);
@@ -579,6 +584,39 @@ void test_plan(void)
                                   &pl, why), CLNORM_SUCCESS))
                     CHECK(pl.variant == wc[c].want, "%s, words of 4: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(wc[c].want));
+            }
+
+            /* Softmax rows not of whole words take the one launch from
+               coop_unpaired_cols_min columns where x and y are in step; shorter ones,
+               views out of step and forced teams keep the register form, rows of
+               whole words the words form. */
+            static const struct {
+                clnorm_dtype dt;
+                size_t rows, cols;
+                int no_coop, team;
+                cln_variant want;
+            } uc[] = {
+                {CLNORM_F32, 6706, 5003, 0, 0, CLN_VAR_COOP},
+                {CLNORM_F32, 6706, 5002, 0, 0, CLN_VAR_COOP},
+                {CLNORM_BF16, 8192, 3001, 0, 0, CLN_VAR_COOP},
+                {CLNORM_F16, 2048, 8191, 0, 0, CLN_VAR_COOP},
+                {CLNORM_F32, 16384, 999, 0, 0, CLN_VAR_REGISTERS},
+                {CLNORM_BF16, 4096, 2999, 0, 0, CLN_VAR_REGISTERS},
+                {CLNORM_F32, 6706, 5003, 1, 0, CLN_VAR_REGISTERS},
+                {CLNORM_F32, 6706, 5003, 0, 256, CLN_VAR_REGISTERS},
+                {CLNORM_F32, 6706, 5004, 0, 0, CLN_VAR_WORDS},
+            };
+            for (size_t c = 0; c < COUNT_OF(uc); c++) {
+                cln_limits f = no_limits();
+                f.no_coop = uc[c].no_coop;
+                f.force_team = (size_t)uc[c].team;
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, uc[c].dt, uc[c].rows,
+                           uc[c].cols);
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, uc[c].dt, uc[c].rows, uc[c].cols,
+                                  &pl, why), CLNORM_SUCCESS))
+                    CHECK(pl.variant == uc[c].want, "%s, no_coop %d: %s, expected %s", label,
+                          uc[c].no_coop, cln_variant_name(pl.variant),
+                          cln_variant_name(uc[c].want));
             }
         }
 
