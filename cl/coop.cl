@@ -223,11 +223,11 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     /* A slice that starts inside a vector, in x and y alike, leaves its first h
        elements loose so that the rest starts at a whole vector (a row of odd length,
        or a view at an odd offset, loads in vectors all the same); where x and y sit at
-       different places in the vector, the kernel loads element by element. */
+       different places in the vector, or the slice is shorter than the head, h is 0
+       and the kernel loads element by element. */
     const ulong vb = CLN_VEC * sizeof(cln_t);
-    const ulong hx = (vb - (ulong)xs % vb) % vb / sizeof(cln_t);
-    const ulong hy = (vb - (ulong)ys % vb) % vb / sizeof(cln_t);
-    const ulong h = hx == hy ? (hx < n ? hx : n) : 0;
+    const ulong hv = cln_vhead((ulong)xs, (ulong)ys, (ulong)ys, n);
+    const ulong h = hv <= n ? hv : 0;
     __global const cln_t *xv = xs + h;
     __global cln_t *yv = ys + h;
     const ulong nc = (n - h) / CLN_VEC, loose = n - nc * CLN_VEC;

@@ -14,12 +14,9 @@
 #define CLN_FOR_CHUNKS(k, nc) for (ulong k = lane; k < (nc); k += team)
 #endif
 
-/* Where the chunks of a segment lie: h scalar elements first, then nc chunks. CPU
-   builds load chunks anywhere (vloadn), so h is 0. GPU builds need every pointer of a
-   loop aligned to the vector: the chunks start at a's first aligned element when b
-   and c (the loop's other pointers, or a again) have the same phase; otherwise, or
-   when the segment is shorter than the head, the loop is all scalar. */
-#if CLN_VEC > 1 && !CLN_BLOCKED
+/* Elements from address a to its next whole vector, where b and c (a loop's other
+   pointers, or a again) sit at the same place in the vector; n + 1 where they do not.
+   The coop kernel takes it in every build. */
 CLN_INLINE ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
 {
     const ulong vb = CLN_VEC * sizeof(cln_t);
@@ -27,6 +24,13 @@ CLN_INLINE ulong cln_vhead(ulong a, ulong b, ulong c, ulong n)
     if (pa != b % vb || pa != c % vb || pa % sizeof(cln_t)) return n + 1;
     return (vb - pa) % vb / sizeof(cln_t);
 }
+
+/* Where the chunks of a segment lie: h scalar elements first, then nc chunks. CPU
+   builds load chunks anywhere (vloadn), so h is 0. GPU builds need every pointer of a
+   loop aligned to the vector: the chunks start at a's first aligned element when b
+   and c have the same phase (cln_vhead); otherwise, or when the segment is shorter
+   than the head, the loop is all scalar. */
+#if CLN_VEC > 1 && !CLN_BLOCKED
 #define CLN_LAYOUT(n, a, b, c)                                                       \
     const ulong h_ = cln_vhead((ulong)(a), (ulong)(b), (ulong)(c), (n));                         \
     const ulong h = h_ <= (n) ? h_ : 0;                                              \

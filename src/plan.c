@@ -253,11 +253,11 @@ static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
 
 /* Slices of a coop plan in groups of wg, or 0 where it cannot run: the device must be
    one whose running groups progress side by side (NVIDIA), the op softmax, 16-bit
-   rows of x and y at one place in the vector, a row's slices no more than the compute units (so that they
-   all run at once) and the groups within the synchronisation words' count. Slices
-   hold at most CLN_COOP_ELEMS elements per work-item in registers and the table's
-   coop_local_elems in local memory, and are as many as give the table's groups per
-   compute unit. See docs/DESIGN.md, 'One-launch split rows'. */
+   rows of x and y at one place in the vector, a row's slices no more than the compute
+   units (so that they all run at once) and the groups within the synchronisation
+   words' count. Slices hold at most CLN_COOP_ELEMS elements per work-item in
+   registers and the table's coop_local_elems in local memory, and are as many as give
+   the table's groups per compute unit. See docs/DESIGN.md, 'One-launch split rows'. */
 static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, size_t *slice_len)
 {
     const cln_plan_params *t = in->t;

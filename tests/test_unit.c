@@ -462,53 +462,66 @@ void test_plan(void)
             /* One launch (coop) for vocabulary rows, few or many, and for any rows the
                registers cannot hold; two (split) where a row's slices would outnumber the
                compute units; streaming where the groups would exceed the synchronisation
-               words (CLN_COOP_GROUPS_MAX); the registers where the row fits them. */
+               words (CLN_COOP_GROUPS_MAX); the registers where the row fits them.
+               Views whose x and y rows sit at different places in the vector (no_coop):
+               float32 keeps the one launch, loading element by element; 16-bit rows
+               split where they are few and stream where they are many. Softmax rows not
+               of whole words take the one launch from coop_unpaired_cols_min columns
+               where x and y are in step; shorter ones, views out of step and forced
+               teams keep the register form, rows of whole words the words form. */
             const struct {
                 clnorm_dtype dt;
                 size_t rows, cols;
                 cln_variant want;
+                int no_coop;
+                size_t team;
             } vocab[] = {
-                {CLNORM_F32, 64, 128256, CLN_VAR_COOP},    {CLNORM_F32, 128, 151936, CLN_VAR_COOP},
-                {CLNORM_F32, 32, 128256, CLN_VAR_COOP},    {CLNORM_F32, 31, 128256, CLN_VAR_COOP},
-                {CLNORM_F32, 8, 262144, CLN_VAR_COOP},     {CLNORM_F32, 1, 1u << 20, CLN_VAR_COOP},
-                {CLNORM_BF16, 64, 128256, CLN_VAR_COOP},   {CLNORM_F16, 128, 151936, CLN_VAR_COOP},
-                {CLNORM_BF16, 16, 128256, CLN_VAR_COOP},   {CLNORM_BF16, 1, 1u << 20, CLN_VAR_COOP},
-                {CLNORM_F32, 1, 1u << 22, CLN_VAR_SPLIT},  {CLNORM_BF16, 2, 1u << 22, CLN_VAR_SPLIT},
-                {CLNORM_F32, 256, 128256, CLN_VAR_COOP},   {CLNORM_F32, 320, 128256, CLN_VAR_COOP},
-                {CLNORM_BF16, 1024, 128256, CLN_VAR_COOP}, {CLNORM_F32, 4096, 50000, CLN_VAR_COOP},
-                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP},   {CLNORM_BF16, 8192, 20000, CLN_VAR_COOP},
-                {CLNORM_F32, 8192, 20000, CLN_VAR_WORDS},  {CLNORM_F32, 65536, 128256, CLN_VAR_STREAM},
+                {CLNORM_F32, 64, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 128, 151936, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 32, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 31, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 8, 262144, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 1, 1u << 20, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 64, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F16, 128, 151936, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 16, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 1, 1u << 20, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 1, 1u << 22, CLN_VAR_SPLIT, 0, 0},
+                {CLNORM_BF16, 2, 1u << 22, CLN_VAR_SPLIT, 0, 0},
+                {CLNORM_F32, 256, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 320, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 1024, 128256, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 4096, 50000, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 8192, 20000, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 8192, 20000, CLN_VAR_WORDS, 0, 0},
+                {CLNORM_F32, 65536, 128256, CLN_VAR_STREAM, 0, 0},
+                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP, 1, 0},
+                {CLNORM_F32, 64, 128255, CLN_VAR_COOP, 1, 0},
+                {CLNORM_BF16, 4096, 32769, CLN_VAR_STREAM, 1, 0},
+                {CLNORM_F16, 64, 128255, CLN_VAR_SPLIT, 1, 0},
+                {CLNORM_F32, 6706, 5003, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 6706, 5002, CLN_VAR_COOP, 0, 0},
+                {CLNORM_BF16, 8192, 3001, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F16, 2048, 8191, CLN_VAR_COOP, 0, 0},
+                {CLNORM_F32, 16384, 999, CLN_VAR_REGISTERS, 0, 0},
+                {CLNORM_BF16, 4096, 2999, CLN_VAR_REGISTERS, 0, 0},
+                {CLNORM_F32, 6706, 5003, CLN_VAR_REGISTERS, 1, 0},
+                {CLNORM_F32, 6706, 5003, CLN_VAR_REGISTERS, 0, 256},
+                {CLNORM_F32, 6706, 5004, CLN_VAR_WORDS, 0, 0},
             };
             for (size_t v = 0; v < COUNT_OF(vocab); v++) {
-                plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
+                cln_limits f = no_limits();
+                f.no_coop = vocab[v].no_coop;
+                f.force_team = vocab[v].team;
+                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt,
                            vocab[v].rows, vocab[v].cols);
-                if (CHECK_ST(plan(np, &none, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt, vocab[v].rows,
+                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_ONLINE, vocab[v].dt, vocab[v].rows,
                                   vocab[v].cols, &pl, why),
                              CLNORM_SUCCESS))
-                    CHECK(pl.variant == vocab[v].want, "%s: %s, expected %s", label,
-                          cln_variant_name(pl.variant), cln_variant_name(vocab[v].want));
-            }
-            /* Views whose x and y rows sit at different places in the vector
-               (no_coop): float32 keeps the one launch, loading element by element;
-               16-bit rows split where they are few and stream where they are many. */
-            cln_limits off = no_limits();
-            off.no_coop = 1;
-            const struct {
-                clnorm_dtype dt;
-                size_t rows, cols;
-                cln_variant want;
-            } views[] = {
-                {CLNORM_F32, 4096, 32769, CLN_VAR_COOP},  {CLNORM_F32, 64, 128255, CLN_VAR_COOP},
-                {CLNORM_BF16, 4096, 32769, CLN_VAR_STREAM}, {CLNORM_F16, 64, 128255, CLN_VAR_SPLIT},
-            };
-            for (size_t v = 0; v < COUNT_OF(views); v++) {
-                plan_label(label, sizeof label, np, &off, CLN_OP_SOFTMAX_ONLINE, views[v].dt,
-                           views[v].rows, views[v].cols);
-                if (CHECK_ST(plan(np, &off, CLN_OP_SOFTMAX_ONLINE, views[v].dt, views[v].rows,
-                                  views[v].cols, &pl, why),
-                             CLNORM_SUCCESS))
-                    CHECK(pl.variant == views[v].want, "%s (no_coop): %s, expected %s", label,
-                          cln_variant_name(pl.variant), cln_variant_name(views[v].want));
+                    CHECK(pl.variant == vocab[v].want, "%s, no_coop %d: %s, expected %s", label,
+                          vocab[v].no_coop, cln_variant_name(pl.variant),
+                          cln_variant_name(vocab[v].want));
             }
         }
 
@@ -518,7 +531,7 @@ void test_plan(void)
            taken once); odd ones, or CLNORM_VARIANT=reg, keep the plain register form.
            The views here are out of step (no_coop), so that rows not of whole words
            stay in the register form: the one launch that takes them otherwise is
-           checked below. */
+           checked above. */
         if (p->nv) {
             struct {
                 clnorm_dtype dt;
@@ -584,39 +597,6 @@ void test_plan(void)
                                   &pl, why), CLNORM_SUCCESS))
                     CHECK(pl.variant == wc[c].want, "%s, words of 4: %s, expected %s", label,
                           cln_variant_name(pl.variant), cln_variant_name(wc[c].want));
-            }
-
-            /* Softmax rows not of whole words take the one launch from
-               coop_unpaired_cols_min columns where x and y are in step; shorter ones,
-               views out of step and forced teams keep the register form, rows of
-               whole words the words form. */
-            static const struct {
-                clnorm_dtype dt;
-                size_t rows, cols;
-                int no_coop, team;
-                cln_variant want;
-            } uc[] = {
-                {CLNORM_F32, 6706, 5003, 0, 0, CLN_VAR_COOP},
-                {CLNORM_F32, 6706, 5002, 0, 0, CLN_VAR_COOP},
-                {CLNORM_BF16, 8192, 3001, 0, 0, CLN_VAR_COOP},
-                {CLNORM_F16, 2048, 8191, 0, 0, CLN_VAR_COOP},
-                {CLNORM_F32, 16384, 999, 0, 0, CLN_VAR_REGISTERS},
-                {CLNORM_BF16, 4096, 2999, 0, 0, CLN_VAR_REGISTERS},
-                {CLNORM_F32, 6706, 5003, 1, 0, CLN_VAR_REGISTERS},
-                {CLNORM_F32, 6706, 5003, 0, 256, CLN_VAR_REGISTERS},
-                {CLNORM_F32, 6706, 5004, 0, 0, CLN_VAR_WORDS},
-            };
-            for (size_t c = 0; c < COUNT_OF(uc); c++) {
-                cln_limits f = no_limits();
-                f.no_coop = uc[c].no_coop;
-                f.force_team = (size_t)uc[c].team;
-                plan_label(label, sizeof label, np, &f, CLN_OP_SOFTMAX_AUTO, uc[c].dt, uc[c].rows,
-                           uc[c].cols);
-                if (CHECK_ST(plan(np, &f, CLN_OP_SOFTMAX_AUTO, uc[c].dt, uc[c].rows, uc[c].cols,
-                                  &pl, why), CLNORM_SUCCESS))
-                    CHECK(pl.variant == uc[c].want, "%s, no_coop %d: %s, expected %s", label,
-                          uc[c].no_coop, cln_variant_name(pl.variant),
-                          cln_variant_name(uc[c].want));
             }
         }
 
