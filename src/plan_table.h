@@ -63,10 +63,11 @@ typedef struct cln_plan_params {
        devices whose groups run side by side (the profile's coop: NVIDIA). */
     size_t coop_wg;
     size_t coop_groups_per_cu;
-    /* Elements per work-item a coop slice may hold in local memory besides the
-       registers' CLN_COOP_ELEMS (at most as many again): longer slices, fewer groups
-       per row, more of the rows held at once: 'One-launch split rows'. */
-    size_t coop_local_elems;
+    /* Bytes per work-item a coop slice may hold in local memory besides the registers'
+       cln_coop_elems (at most CLN_COOP_BATCHES times as many elements; float32 holds
+       4 bytes an element, 16-bit storage 2): longer slices, fewer groups per row, more
+       of the rows held at once: 'One-launch split rows'. */
+    size_t coop_local_bytes;
     /* 1: rows too long for the registers take the one launch instead of streaming,
        however many rows there are (one read of each row instead of two): 'One-launch
        split rows'. */

@@ -274,14 +274,16 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     pl->k2 == CLN_K_COUNT,
                     "%s: coop plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
-        ok &= CHECK(pl->local_bytes >= pl->wg * sizeof(float) * (2 + cln_coop_held(e)),
+        const size_t held = cln_coop_held(dt, e);
+        ok &= CHECK(pl->local_bytes >= pl->wg * (sizeof(float) * 2 + cln_coop_elem_bytes(dt) * held),
                     "%s: coop slices of %zu elements a work-item in %zu bytes of local memory",
                     label, e, pl->local_bytes);
-        /* The kernel holds one batch of the registers' size in local memory. */
-        ok &= CHECK(cln_coop_held(e) <= CLN_COOP_ELEMS,
+        /* The kernel holds at most CLN_COOP_BATCHES batches of the registers' size in
+           local memory. */
+        ok &= CHECK(held <= CLN_COOP_BATCHES * cln_coop_elems(dt),
                     "%s: coop slices of %zu elements a work-item hold %zu in local memory, more "
-                    "than the kernel's one batch of %d", label, e, cln_coop_held(e),
-                    CLN_COOP_ELEMS);
+                    "than the kernel's %d batches of %zu", label, e, held, CLN_COOP_BATCHES,
+                    cln_coop_elems(dt));
     } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
         /* The half-slot kernels are exactly the words_half plans. */
@@ -781,9 +783,10 @@ void test_plan(void)
                       clnorm_status_string(st), why);
             }
     }
-    /* Coop slices past the registers' CLN_COOP_ELEMS elements a work-item hold the rest
-       in local memory, up to the table's coop_local_elems (32 on CPUs) and within the
-       local memory left beside the pair scratch; longer slices split. */
+    /* Coop slices past the registers' cln_coop_elems elements a work-item (32 floats, 64
+       16-bit elements) hold the rest in local memory, up to the table's
+       coop_local_bytes (192: 48 floats, 96 16-bit elements) and within the local
+       memory left beside the pair scratch; longer slices split. */
     {
         const named_profile *np = coop_cpu;
         cln_limits coop = no_limits(), tight = no_limits();
@@ -794,25 +797,38 @@ void test_plan(void)
         tight.max_local = 8 * 4 * (2 + 16) + 4 + 16;
         const struct {
             const cln_limits *lim;
+            clnorm_dtype dt;
             size_t cols, slices, local_bytes;
         } cc[] = {
-            {&coop, 256, 1, 8 * 4 * 2 + 4},         /* the registers hold it */
-            {&coop, 389, 1, 8 * 4 * (2 + 32) + 4},  /* 49 a work-item: 17, rounded to 32 */
-            {&coop, 512, 1, 8 * 4 * (2 + 32) + 4},  /* 64 a work-item: 32 past them */
-            /* Two slices of 320 and 193 columns (whole vectors of 8 a work-item): 40 a
-               work-item, 8 past the registers, rounded to 16. */
-            {&coop, 513, 2, 8 * 4 * (2 + 16) + 4},
-            {&tight, 384, 1, 8 * 4 * (2 + 16) + 4}, /* 48 a work-item: 16 past them */
-            {&tight, 385, 2, 8 * 4 * 2 + 4},        /* more than 48: 256 + 129 */
+            {&coop, CLNORM_F32, 256, 1, 8 * 4 * 2 + 4},        /* the registers hold it */
+            {&coop, CLNORM_F32, 389, 1, 8 * 4 * (2 + 32) + 4}, /* 56 a work-item: 24, to 32 */
+            {&coop, CLNORM_F32, 512, 1, 8 * 4 * (2 + 32) + 4}, /* 64 a work-item: 32 past */
+            {&coop, CLNORM_F32, 513, 1, 8 * 4 * (2 + 48) + 4}, /* 72 a work-item: 40, to 48 */
+            {&coop, CLNORM_F32, 640, 1, 8 * 4 * (2 + 48) + 4}, /* 80 a work-item: 48 past */
+            /* Two slices of 384 and 257 columns (whole vectors of 8 a work-item): 48 a
+               work-item, 16 past the registers. */
+            {&coop, CLNORM_F32, 641, 2, 8 * 4 * (2 + 16) + 4},
+            {&tight, CLNORM_F32, 384, 1, 8 * 4 * (2 + 16) + 4}, /* 48 a work-item: 16 past */
+            {&tight, CLNORM_F32, 385, 2, 8 * 4 * 2 + 4},        /* more than 48: 256 + 129 */
+            /* 16-bit slices hold 64 elements a work-item in registers and 96 in local
+               memory at 2 bytes each. */
+            {&coop, CLNORM_BF16, 512, 1, 8 * 4 * 2 + 4},
+            {&coop, CLNORM_BF16, 1024, 1, 8 * (4 * 2 + 2 * 64) + 4},
+            {&coop, CLNORM_F16, 1280, 1, 8 * (4 * 2 + 2 * 96) + 4},
+            /* Two slices of 704 and 577 columns: 88 a work-item, 24 past, to 32. */
+            {&coop, CLNORM_BF16, 1281, 2, 8 * (4 * 2 + 2 * 32) + 4},
+            /* Room for 16 more floats is room for 32 16-bit elements. */
+            {&tight, CLNORM_F16, 768, 1, 8 * (4 * 2 + 2 * 32) + 4},
+            {&tight, CLNORM_F16, 769, 2, 8 * 4 * 2 + 4},
         };
         for (size_t i = 0; i < COUNT_OF(cc); i++) {
-            plan_label(label, sizeof label, np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3,
+            plan_label(label, sizeof label, np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, cc[i].dt, 3,
                        cc[i].cols);
-            clnorm_status st = plan(np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3,
+            clnorm_status st = plan(np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, cc[i].dt, 3,
                                     cc[i].cols, &pl, why);
             if (!CHECK(st == CLNORM_SUCCESS, "%s: %s (%s)", label, clnorm_status_string(st), why))
                 continue;
-            plan_ok(&np->p, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, CLNORM_F32, 3, cc[i].cols, &pl, label);
+            plan_ok(&np->p, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, cc[i].dt, 3, cc[i].cols, &pl, label);
             CHECK(pl.variant == CLN_VAR_COOP && pl.wg == 8 && pl.slices == cc[i].slices &&
                       pl.local_bytes == cc[i].local_bytes,
                   "%s: %s wg %zu, %zu slices of %zu, %zu local bytes; expected coop wg 8, %zu "
