@@ -245,18 +245,17 @@ typedef cln_coop_t cln_coop_r;
         }                                                                                  \
     } while (0)
 
-/* The same over chunks held as bits: the maximum, then the sum of the weights under
-   it, leaving v as it is. */
+/* The same over chunks held as bits, leaving v as it is: each chunk unpacked once,
+   its (max, sum) merged into (mx, sum). A maximum over all chunks first would unpack
+   each twice, and a compiler that keeps the first unpacking for the second holds
+   every chunk as floats beside its bits, past the registers. */
 #define CLN_COOP_SUM_RAW(mx, sum)                                                          \
     do {                                                                                   \
         _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                     \
-            mx = fmax(mx, CLN_COOP_HMAX(cln_coop_dec(v[i])));                              \
-        if (isfinite(mx)) {                                                                \
-            _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                 \
-                sum += CLN_COOP_HSUM(CLN_EXP(cln_coop_dec(v[i]) - mx));                    \
-        } else {                                                                           \
-            _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                 \
-                sum += CLN_COOP_HSUM(CLN_COOP_W(cln_coop_dec(v[i]), mx));                  \
+        {                                                                                  \
+            const cln_coop_t f = cln_coop_dec(v[i]);                                       \
+            const float cm = CLN_COOP_HMAX(f);                                             \
+            cln_merge(&(mx), &(sum), cm, CLN_COOP_HSUM(CLN_COOP_W(f, cm)));                \
         }                                                                                  \
     } while (0)
 
@@ -363,7 +362,8 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 #else
     __local ushort *held = (__local ushort *)scratch;
 #endif
-    const ulong held_bytes = ((ulong)hc * team * CLN_VEC * sizeof(cln_t) + 7) / 8 * 8;
+    const ulong held_bytes =
+        ((ulong)hc * team * CLN_VEC * (CLN_COOP_RAW ? sizeof(cln_t) : sizeof(float)) + 7) / 8 * 8;
     __local float *pair = scratch + held_bytes / sizeof(float);
     __local uint *ticket = (__local uint *)(pair + 2 * team);
     if (lid == 0) *ticket = atomic_inc(w);
