@@ -1,16 +1,10 @@
 /* The coop variant: softmax of split rows in one launch. Several work-groups share a
    row; each holds its slice in registers (CLN_COOP_ELEMS elements per work-item) and,
    past them, in local memory (the plan's scratch before the pair's, cln_coop_held, in
-   at most CLN_COOP_BATCHES batches of the registers' size), publishes the slice's
-   (m, l), waits until every slice of its row has published, merges them all and
-   writes its slice from where it holds it. The row is read from memory once, against
-   twice in the two-launch split (docs/DESIGN.md, 'One-launch split rows').
-
-   float32 slices hold their weights, taken as the data arrive, and the write scales
-   them. 16-bit slices hold the data as loaded, two elements a 32-bit word, and take
-   the weights again at the write: twice the elements in the same registers and local
-   memory, so that a slice is twice as long and a vocabulary of rows fits the device's
-   groups in fewer waves, for one more exp per element.
+   at most CLN_COOP_BATCHES batches of the registers' size), publishes the slice's (m, l), waits until every slice of its row has published,
+   merges them all and writes its slice from where it holds it. The row is read from
+   memory once, against twice in the two-launch split (docs/DESIGN.md, 'One-launch
+   split rows').
 
    Waiting inside a kernel is safe only if every group waited for runs or will run.
    Groups therefore take their slice from a ticket in the order they start, not from
@@ -29,13 +23,12 @@
    nothing else to order. */
 /* CLN_COOP_ELEMS comes from the host's plan (src/plan.h), which sizes slices by it. */
 #ifndef CLN_COOP_ELEMS
-#define CLN_COOP_ELEMS (CLN_DTYPE == 0 ? 32 : 64)
+#define CLN_COOP_ELEMS 32
 #endif
 #ifndef CLN_COOP_BATCHES
 #define CLN_COOP_BATCHES 2
 #endif
 #define CLN_COOP_CHUNKS (CLN_COOP_ELEMS / CLN_VEC)
-#define CLN_COOP_RAW (CLN_DTYPE != 0)
 
 /* Chunks of CLN_VEC elements, or single elements where CLN_VEC is 1. */
 #if CLN_VEC > 1
@@ -108,120 +101,20 @@ typedef float cln_coop_t;
 #define cln_coop_get(held, j, team, lane) ((held)[(j) * (team) + (lane)])
 #endif
 
-/* What a work-item holds of a chunk (cln_coop_r): float32 chunks as loaded, held in
-   local memory as floats; 16-bit chunks as their bits, two elements a 32-bit word, unpacked to float by cln_coop_dec when
-   their weights are taken. The held words of a work-item's chunk j lie at
-   (j * CLN_COOP_WORDS + i) * team + lane, so neighbouring work-items touch
-   neighbouring words. */
-#if CLN_COOP_RAW
-#if CLN_DTYPE == 2
-#define CLN_COOP_NINF_BITS 0xff80u
-#else
-#define CLN_COOP_NINF_BITS 0xfc00u
-#endif
-#if CLN_VEC > 1
-/* A literal, which the type names below are pasted from. */
-#if CLN_VEC == 2
-#define CLN_COOP_WORDS 1
-#elif CLN_VEC == 4
-#define CLN_COOP_WORDS 2
-#elif CLN_VEC == 8
-#define CLN_COOP_WORDS 4
-#elif CLN_VEC == 16
-#define CLN_COOP_WORDS 8
-#else
-#error "16-bit coop chunks need CLN_VEC of 1, 2, 4, 8 or 16"
-#endif
-#if CLN_COOP_WORDS == 1
-typedef uint cln_coop_r;
-#define cln_coop_words_out(r, w) ((w)[0] = (r))
-#define cln_coop_words_in(w) ((w)[0])
-#define cln_coop_bits_in(t) as_uint(vload2(0, t))
-#else
-typedef CLN_CAT(uint, CLN_COOP_WORDS) cln_coop_r;
-#define cln_coop_words_out(r, w) CLN_CAT(vstore, CLN_COOP_WORDS)((r), 0, (w))
-#define cln_coop_words_in(w) CLN_CAT(vload, CLN_COOP_WORDS)(0, (w))
-#define cln_coop_bits_in(t) CLN_CAT(as_uint, CLN_COOP_WORDS)(CLN_CAT(vload, CLN_VEC)(0, t))
-#endif
-#define CLN_COOP_NINF ((cln_coop_r)(CLN_COOP_NINF_BITS | CLN_COOP_NINF_BITS << 16))
-CLN_INLINE cln_fv cln_coop_dec(cln_coop_r r)
-{
-    uint w[CLN_COOP_WORDS];
-    cln_coop_words_out(r, w);
-#if CLN_DTYPE == 1
-    return CLN_CAT(vload_half, CLN_VEC)(0, (__private const half *)w);
-#else
-    float t[CLN_VEC];
-    for (int i = 0; i < CLN_COOP_WORDS; i++) {
-#ifdef __ENDIAN_LITTLE__ /* the element at the lower address is the low half */
-        t[2 * i] = as_float(w[i] << 16);
-        t[2 * i + 1] = as_float(w[i] & 0xffff0000u);
-#else
-        t[2 * i] = as_float(w[i] & 0xffff0000u);
-        t[2 * i + 1] = as_float(w[i] << 16);
-#endif
-    }
-    return CLN_CAT(vload, CLN_VEC)(0, t);
-#endif
-}
-/* Element by element where x's and y's slices sit at different places in the vector. */
-CLN_INLINE cln_coop_r cln_coop_rload_any(__global const cln_t *p, ulong k)
-{
-    __global const ushort *q = (__global const ushort *)p;
-    ushort t[CLN_VEC];
-    for (int e = 0; e < CLN_VEC; e++) t[e] = q[k * CLN_VEC + e];
-    return cln_coop_bits_in(t);
-}
-CLN_INLINE void cln_coop_hold(__local uint *held, uint j, uint team, uint lane, cln_coop_r r)
-{
-    uint w[CLN_COOP_WORDS];
-    cln_coop_words_out(r, w);
-    for (uint i = 0; i < CLN_COOP_WORDS; i++) held[(j * CLN_COOP_WORDS + i) * team + lane] = w[i];
-}
-CLN_INLINE cln_coop_r cln_coop_unhold(__local const uint *held, uint j, uint team, uint lane)
-{
-    uint w[CLN_COOP_WORDS];
-    for (uint i = 0; i < CLN_COOP_WORDS; i++) w[i] = held[(j * CLN_COOP_WORDS + i) * team + lane];
-    return cln_coop_words_in(w);
-}
-#define CLN_COOP_RLOAD_ALIGNED(p, k) (((__global const cln_coop_r *)(p))[k])
-#else
-typedef ushort cln_coop_r;
-#define CLN_COOP_NINF ((ushort)CLN_COOP_NINF_BITS)
-#if CLN_DTYPE == 1
-CLN_INLINE float cln_coop_dec(ushort r) { return vload_half(0, (__private const half *)&r); }
-#else
-CLN_INLINE float cln_coop_dec(ushort r) { return as_float((uint)r << 16); }
-#endif
-#define cln_coop_rload_any(p, k) (((__global const ushort *)(p))[k])
-#define cln_coop_hold(held, j, team, lane, r) ((held)[(j) * (team) + (lane)] = (r))
-#define cln_coop_unhold(held, j, team, lane) ((held)[(j) * (team) + (lane)])
-#define CLN_COOP_RLOAD_ALIGNED(p, k) cln_coop_rload_any(p, k)
-#endif
-#define CLN_COOP_RLOAD(p, k) cln_coop_rload_any(p, k)
-#else
-typedef cln_coop_t cln_coop_r;
-#define CLN_COOP_NINF ((cln_coop_t)(-INFINITY))
-#define CLN_COOP_RLOAD(p, k) CLN_COOP_LOAD(p, k)
-#define CLN_COOP_RLOAD_ALIGNED(p, k) CLN_COOP_LOAD_ALIGNED(p, k)
-#define cln_coop_hold cln_coop_put
-#define cln_coop_unhold cln_coop_get
-#endif
-
 /* Loads chunks c0 + i of the slice (i < CLN_COOP_CHUNKS, c0 + i < cend, within the
    slice's whole vectors) into v, -inf past them. */
 #define CLN_COOP_FETCH_WITH(LOAD, c0, cend)                                                  \
     _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                         \
     {                                                                                      \
         const ulong k = (ulong)((c0) + i) * team + lane;                                   \
-        v[i] = (c0) + i < (cend) && k < nc ? LOAD(xv, k) : CLN_COOP_NINF;                  \
+        v[i] = (c0) + i < (cend) && k < nc ? LOAD(xv, k) : (cln_coop_t)(-INFINITY);       \
     }
 #define CLN_COOP_FETCH(c0, cend)                                                           \
     do {                                                                                   \
         if (aligned)                                                                       \
-            CLN_COOP_FETCH_WITH(CLN_COOP_RLOAD_ALIGNED, c0, cend)                          \
+            CLN_COOP_FETCH_WITH(CLN_COOP_LOAD_ALIGNED, c0, cend)                           \
         else                                                                               \
-            CLN_COOP_FETCH_WITH(CLN_COOP_RLOAD, c0, cend)                                  \
+            CLN_COOP_FETCH_WITH(CLN_COOP_LOAD, c0, cend)                                   \
     } while (0)
 
 /* The maximum mx of v's chunks (and of what mx holds already), then v's weights under
@@ -242,20 +135,6 @@ typedef cln_coop_t cln_coop_r;
                 v[i] = CLN_COOP_W(v[i], mx);                                               \
                 sum += CLN_COOP_HSUM(v[i]);                                                \
             }                                                                              \
-        }                                                                                  \
-    } while (0)
-
-/* The same over chunks held as bits, leaving v as it is: each chunk unpacked once,
-   its (max, sum) merged into (mx, sum). A maximum over all chunks first would unpack
-   each twice, and a compiler that keeps the first unpacking for the second holds
-   every chunk as floats beside its bits, past the registers. */
-#define CLN_COOP_SUM_RAW(mx, sum)                                                          \
-    do {                                                                                   \
-        _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                     \
-        {                                                                                  \
-            const cln_coop_t f = cln_coop_dec(v[i]);                                       \
-            const float cm = CLN_COOP_HMAX(f);                                             \
-            cln_merge(&(mx), &(sum), cm, CLN_COOP_HSUM(CLN_COOP_W(f, cm)));                \
         }                                                                                  \
     } while (0)
 
@@ -320,27 +199,6 @@ CLN_INLINE void cln_coop_merge_row(volatile __global ulong *pairs, ulong slices,
     cln_pair(rm, rl, pair, pair + team, lid, lid, team);
 }
 
-/* Writes the slice held as bits, each chunk unpacked to f and stored as WEIGHT (an
-   expression of f): the registers' chunks, then the held ones. */
-#define CLN_COOP_WRITE_RAW(WEIGHT)                                                         \
-    do {                                                                                   \
-        _Pragma("unroll") for (uint i = 0; i < CLN_COOP_CHUNKS; i++)                     \
-        {                                                                                  \
-            const ulong k = (ulong)i * team + lane;                                        \
-            if (k < nc) {                                                                  \
-                const cln_coop_t f = cln_coop_dec(v[i]);                                   \
-                CLN_COOP_STORE(yv, k, WEIGHT);                                             \
-            }                                                                              \
-        }                                                                                  \
-        for (uint j = 0; j < hc; j++) {                                                    \
-            const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;                    \
-            if (k < nc) {                                                                  \
-                const cln_coop_t f = cln_coop_dec(cln_coop_unhold(held, j, team, lane));   \
-                CLN_COOP_STORE(yv, k, WEIGHT);                                             \
-            }                                                                              \
-        }                                                                                  \
-    } while (0)
-
 #if !CLN_ONLY || CLN_ONLY_clnorm_coop_softmax
 
 __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld,
@@ -355,16 +213,8 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
        PoCL 5: docs/DESIGN.md, 'Driver quirks'). */
     const ulong per = (slice_len / team + CLN_VEC - 1) / CLN_VEC;
     const uint hc = per > CLN_COOP_CHUNKS ? (uint)(per - CLN_COOP_CHUNKS) : 0;
-#if !CLN_COOP_RAW
     __local float *held = scratch;
-#elif CLN_VEC > 1
-    __local uint *held = (__local uint *)scratch;
-#else
-    __local ushort *held = (__local ushort *)scratch;
-#endif
-    const ulong held_bytes =
-        ((ulong)hc * team * CLN_VEC * (CLN_COOP_RAW ? sizeof(cln_t) : sizeof(float)) + 7) / 8 * 8;
-    __local float *pair = scratch + held_bytes / sizeof(float);
+    __local float *pair = scratch + (ulong)hc * team * CLN_VEC;
     __local uint *ticket = (__local uint *)(pair + 2 * team);
     if (lid == 0) *ticket = atomic_inc(w);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -388,7 +238,7 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 
     /* The slice past its first h elements: chunk i * team + lane in v[i], and past the
        registers' chunks, chunk (CLN_COOP_CHUNKS + j) * team + lane in held
-       (cln_coop_hold), which only this work-item touches. Its loose elements (the first
+       (cln_coop_put), which only this work-item touches. Its loose elements (the first
        h and the last (n - h) % CLN_VEC, where CLN_REST_COL puts them) are read again
        at the write instead of held, as teams may be smaller than vectors. The held
        part comes in batches of at most CLN_COOP_CHUNKS chunks, CLN_COOP_BATCHES at
@@ -400,37 +250,27 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
        one maximum over all parts would leave the compute units idle during the loads
        and the memory idle during the exps. Loads are issued together, with the
        alignment test outside the unrolled loop. */
-    cln_coop_r v[CLN_COOP_CHUNKS];
+    cln_coop_t v[CLN_COOP_CHUNKS];
     float mh = -INFINITY, lh = 0.0f, mr = -INFINITY, lr = 0.0f;
-#if !CLN_COOP_RAW
     float hm[CLN_COOP_BATCHES]; /* each held batch's maximum, which its weights are under */
-#endif
 #pragma unroll
     for (uint b = 0; b < CLN_COOP_BATCHES; b++) {
         const uint j0 = b * CLN_COOP_CHUNKS;
+        hm[b] = -INFINITY;
         if (j0 < hc) {
-            float mb = -INFINITY, lb = 0.0f;
+            float lb = 0.0f;
             CLN_COOP_FETCH(CLN_COOP_CHUNKS + j0, CLN_COOP_CHUNKS + hc);
-#if CLN_COOP_RAW
-            CLN_COOP_SUM_RAW(mb, lb);
-#else
-            CLN_COOP_WEIGH(mb, lb);
-            hm[b] = mb;
-#endif
+            CLN_COOP_WEIGH(hm[b], lb);
 #pragma unroll
             for (uint i = 0; i < CLN_COOP_CHUNKS; i++)
-                if (j0 + i < hc) cln_coop_hold(held, j0 + i, team, lane, v[i]);
-            cln_merge(&mh, &lh, mb, lb);
+                if (j0 + i < hc) cln_coop_put(held, j0 + i, team, lane, v[i]);
+            cln_merge(&mh, &lh, hm[b], lb);
         }
     }
     CLN_COOP_FETCH(0, CLN_COOP_CHUNKS);
     for (ulong t = lane; t < loose; t += team)
         mr = fmax(mr, CLN_LOAD(xs, CLN_REST_COL(t, h, nc)));
-#if CLN_COOP_RAW
-    CLN_COOP_SUM_RAW(mr, lr);
-#else
     CLN_COOP_WEIGH(mr, lr);
-#endif
     for (ulong t = lane; t < loose; t += team)
         lr += cln_w(CLN_LOAD(xs, CLN_REST_COL(t, h, nc)), mr);
     float m = mh, l = lh;
@@ -445,17 +285,7 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
     float rm = -INFINITY, rl = 0.0f;
     cln_coop_merge_row(pairs, slices, lid, team, pair, &rm, &rl);
 
-    const float inv = cln_inv_sum(rl);
-#if CLN_COOP_RAW
-    /* The weights again, under the row's maximum: exp of the difference where it is
-       finite, cln_w's special cases otherwise. */
-    if (isfinite(rm)) {
-        CLN_COOP_WRITE_RAW(CLN_EXP(f - rm) * inv);
-    } else {
-        CLN_COOP_WRITE_RAW(CLN_COOP_W(f, rm) * inv);
-    }
-#else
-    const float sr = inv * cln_w(mr, rm);
+    const float inv = cln_inv_sum(rl), sr = inv * cln_w(mr, rm);
 #pragma unroll
     for (uint i = 0; i < CLN_COOP_CHUNKS; i++) {
         const ulong k = (ulong)i * team + lane;
@@ -464,15 +294,12 @@ __kernel void clnorm_coop_softmax(__global const cln_t *x, ulong xoff, ulong xld
 #pragma unroll
     for (uint b = 0; b < CLN_COOP_BATCHES; b++) {
         const uint j0 = b * CLN_COOP_CHUNKS;
-        if (j0 < hc) {
-            const float sh = inv * cln_w(hm[b], rm);
-            for (uint j = j0; j < j0 + CLN_COOP_CHUNKS && j < hc; j++) {
-                const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
-                if (k < nc) CLN_COOP_STORE(yv, k, cln_coop_get(held, j, team, lane) * sh);
-            }
+        const float sh = inv * cln_w(hm[b], rm);
+        for (uint j = j0; j < j0 + CLN_COOP_CHUNKS && j < hc; j++) {
+            const ulong k = (ulong)(CLN_COOP_CHUNKS + j) * team + lane;
+            if (k < nc) CLN_COOP_STORE(yv, k, cln_coop_get(held, j, team, lane) * sh);
         }
     }
-#endif
     /* The loose elements, read again: each element is read and written by one
        work-item, so y may be x. */
     for (ulong t = lane; t < loose; t += team) {

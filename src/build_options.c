@@ -79,9 +79,9 @@ void cln_build_options(const cln_profile *p, clnorm_dtype dtype, cln_path path, 
        (cl/coop.cl). */
     snprintf(buf, len,
              "-DCLN_DTYPE=%d -DCLN_PATH=%d -DCLN_VEC=%u -DCLN_BLOCKED=%d -DCLN_WORD=%zu"
-             " -DCLN_COOP_ELEMS=%zu -DCLN_COOP_BATCHES=%d%s%s%s%s%s%s%s%s%s%s",
+             " -DCLN_COOP_ELEMS=%d -DCLN_COOP_BATCHES=%d%s%s%s%s%s%s%s%s%s%s",
              (int)dtype, (int)path, cln_build_vec(p, dtype), cln_build_blocked(p),
-             word, cln_coop_elems(dtype), CLN_COOP_BATCHES, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
+             word, CLN_COOP_ELEMS, CLN_COOP_BATCHES, p->flat_barriers ? " -DCLN_FLAT_BARRIERS" : "",
              p->simd_lanes ? " -DCLN_SIMD_LANES=1" : "",
              p->no_denormals && dtype == CLNORM_BF16 ? " -DCLN_BF16_TINY=1" : "",
              p->nv && p->nv_cc_major >= 7 ? " -DCLN_NV_RELAXED" : "",

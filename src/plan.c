@@ -238,19 +238,17 @@ static size_t cln_plan_coop_wg(const cln_plan_in *in)
 }
 
 /* Elements per work-item a coop slice of groups of wg may hold in local memory: the
-   table's bytes, within the local memory beside the pair scratch and the flag word,
-   whole CLN_COOP_HOLD_STEP blocks so that any kernel vector divides it. */
+   table's, within the local memory beside the pair scratch and the flag word, whole
+   CLN_COOP_HOLD_STEP blocks so that any kernel vector divides it. */
 static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
 {
     const size_t fixed = wg * sizeof(float) * 2 + sizeof(cl_int) + in->t->local_reserve;
-    const size_t eb = cln_coop_elem_bytes(in->dtype);
     if (!wg || in->local <= fixed) return 0;
-    size_t e = (size_t)((in->local - fixed) / (wg * eb));
-    if (e > in->t->coop_local_bytes / eb) e = in->t->coop_local_bytes / eb;
+    size_t e = (size_t)((in->local - fixed) / (wg * sizeof(float)));
+    if (e > in->t->coop_local_elems) e = in->t->coop_local_elems;
     /* The kernel holds CLN_COOP_BATCHES batches of its registers' size there at most
        (cl/coop.cl). */
-    if (e > CLN_COOP_BATCHES * cln_coop_elems(in->dtype))
-        e = CLN_COOP_BATCHES * cln_coop_elems(in->dtype);
+    if (e > CLN_COOP_BATCHES * CLN_COOP_ELEMS) e = CLN_COOP_BATCHES * CLN_COOP_ELEMS;
     return e / CLN_COOP_HOLD_STEP * CLN_COOP_HOLD_STEP;
 }
 
@@ -258,9 +256,11 @@ static size_t cln_plan_coop_local_elems(const cln_plan_in *in, size_t wg)
    one whose running groups progress side by side (NVIDIA), the op softmax, 16-bit
    rows of x and y at one place in the vector, a row's slices no more than the compute
    units (so that they all run at once) and the groups within the synchronisation
-   words' count. Slices hold at most cln_coop_elems elements per work-item in
-   registers and the table's coop_local_bytes in local memory, and are as many as give
-   the table's groups per compute unit. See docs/DESIGN.md, 'One-launch split rows'. */
+   words' count. Slices hold at most CLN_COOP_ELEMS elements per work-item in
+   registers and the table's coop_local_elems in local memory (as many again only,
+   where the groups then fit one wave of coop_resident_per_cu a compute unit), and are
+   as many as give the table's groups per compute unit. See docs/DESIGN.md, 'One-launch
+   split rows'. */
 static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, size_t *slice_len)
 {
     const cln_plan_params *t = in->t;
@@ -274,7 +274,12 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
     if (!t->coop_wg || !in->p->coop || misaligned || !wg || wg > in->max_wg ||
         !cln_has_variant(op, CLN_VAR_COOP) || !in->rows)
         return 0;
-    const size_t least = cln_div_up(in->cols, wg * (cln_coop_elems(in->dtype) + cln_plan_coop_local_elems(in, wg)));
+    const size_t local = cln_plan_coop_local_elems(in, wg);
+    size_t least = cln_div_up(in->cols, wg * (CLN_COOP_ELEMS + local));
+    if (t->coop_resident_per_cu && local > CLN_COOP_ELEMS) {
+        const size_t one = cln_div_up(in->cols, wg * 2 * CLN_COOP_ELEMS);
+        if (one <= t->coop_resident_per_cu * in->cus / in->rows) least = one;
+    }
     size_t slices = in->lim->force_slices;
     if (!slices) {
         slices = cln_div_up(t->coop_groups_per_cu * in->cus, in->rows);
@@ -598,8 +603,7 @@ clnorm_status cln_plan_make(const cln_profile *p, const cln_limits *lim, cln_op 
     }
     out->local_bytes = cln_plan_local_bytes(out->op, var, wg);
     if (var == CLN_VAR_COOP && out->slices) /* the part of a slice past the registers */
-        out->local_bytes +=
-            wg * cln_coop_elem_bytes(dtype) * cln_coop_held(dtype, out->slice_len / wg);
+        out->local_bytes += wg * sizeof(float) * cln_coop_held(out->slice_len / wg);
     out->path = cln_plan_driver_path(&in, wg, out->path);
     cln_kernels(out); /* step 12: the kernel of each stage */
     /* Step 13: the launch stays within the device and the limits, whatever the steps

@@ -8,25 +8,21 @@
 #include "types.h"
 
 /* Elements per work-item the coop variant holds in registers (CLN_COOP_ELEMS in
-   cl/coop.cl): 32 floats, or 64 16-bit elements held as their bits in the same
-   registers; past them it holds at most CLN_COOP_BATCHES batches of as many in local
-   memory. The most work-groups one coop call may have: the ticket's two
+   cl/coop.cl), and past them at most CLN_COOP_BATCHES batches of as many in local
+   memory; the most work-groups one coop call may have: the ticket's two
    synchronisation words and two a group fill at most a scratch buffer's
    CLN_SYNC_WORDS (src/scratch.h). */
+#define CLN_COOP_ELEMS 32
 #define CLN_COOP_BATCHES 2
 #define CLN_COOP_GROUPS_MAX ((1 << 19) - 1)
-static inline size_t cln_coop_elems(clnorm_dtype dt) { return dt == CLNORM_F32 ? 32 : 64; }
-/* Bytes a held element takes in local memory: float32 weights, 16-bit bits. */
-static inline size_t cln_coop_elem_bytes(clnorm_dtype dt) { return dt == CLNORM_F32 ? 4 : 2; }
 /* The elements per work-item a coop slice holds in local memory, of a slice of e
    elements per work-item: those past the registers, rounded up to CLN_COOP_HOLD_STEP
    (the widest vector) so that every build of cl/coop.cl finds them all room. */
 #define CLN_COOP_HOLD_STEP 16
-static inline size_t cln_coop_held(clnorm_dtype dt, size_t e)
+static inline size_t cln_coop_held(size_t e)
 {
-    const size_t r = cln_coop_elems(dt);
-    return e > r ? (e - r + CLN_COOP_HOLD_STEP - 1) / CLN_COOP_HOLD_STEP * CLN_COOP_HOLD_STEP
-                 : 0;
+    return e > CLN_COOP_ELEMS ? (e - CLN_COOP_ELEMS + CLN_COOP_HOLD_STEP - 1) /
+                                    CLN_COOP_HOLD_STEP * CLN_COOP_HOLD_STEP : 0;
 }
 /* Elements per work-item the register variants hold (CLN_REG_K in reduce.cl). */
 #define CLN_REG_K 32

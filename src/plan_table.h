@@ -63,11 +63,16 @@ typedef struct cln_plan_params {
        devices whose groups run side by side (the profile's coop: NVIDIA). */
     size_t coop_wg;
     size_t coop_groups_per_cu;
-    /* Bytes per work-item a coop slice may hold in local memory besides the registers'
-       cln_coop_elems (at most CLN_COOP_BATCHES times as many elements; float32 holds
-       4 bytes an element, 16-bit storage 2): longer slices, fewer groups per row, more
-       of the rows held at once: 'One-launch split rows'. */
-    size_t coop_local_bytes;
+    /* Elements per work-item a coop slice may hold in local memory besides the
+       registers' CLN_COOP_ELEMS (at most CLN_COOP_BATCHES times as many): longer
+       slices, fewer groups per row, more of the rows held at once. */
+    size_t coop_local_elems;
+    /* Groups of coop_wg a compute unit runs at once. Where the rows' groups would
+       outnumber one wave of them with slices of twice the registers' elements, the
+       slices take all of coop_local_elems, so that fewer waves pay the wait for a
+       row's slices; within one wave they stay shorter, more groups sharing the
+       loads. 0: slices always take all of it: 'One-launch split rows'. */
+    size_t coop_resident_per_cu;
     /* 1: rows too long for the registers take the one launch instead of streaming,
        however many rows there are (one read of each row instead of two): 'One-launch
        split rows'. */

@@ -137,15 +137,14 @@ void test_coop_softmax(void)
         CHECK(cln_faults_set("coop") == 0, "fault coop refused");
         CHECK_ST(cln_profile_refresh(T.dev), CLNORM_SUCCESS);
     }
-    /* At most 8 x (32 + 48) float32 columns: one slice for the CPU classes' groups of
-       8, held in registers up to 256 columns and past them in local memory, in one
-       batch up to 512 and in two past it. 16-bit rows take twice the columns (their
-       slices hold 16-bit bits, twice the elements in the same room). */
+    /* At most 8 x (32 + 48) columns: one slice for the CPU classes' groups of 8, held
+       in registers up to 256 columns and past them in local memory, in one batch up to
+       512 and in two past it. */
     static const size_t one_cols[] = {1, 37, 200, 256, 389, 512, 577, 640};
     size_t coop_ran = 0, coop_runs = 0;
     for (size_t c = 0; c < COUNT_OF(one_cols); c++)
         for (size_t d = 0; d < COUNT_OF(dts); d++) {
-            const size_t cols = one_cols[c] * (dts[d] == CLNORM_F32 ? 1 : 2), rows = 3;
+            const size_t cols = one_cols[c], rows = 3;
             float *x = malloc(rows * cols * sizeof *x);
             if (!CHECK(x != NULL, "out of memory")) break;
             gen_rows(&R, x, rows, cols);

@@ -300,8 +300,8 @@ static void check_choice(void)
    kernel-scope __local variable breaks PoCL 5, and PoCL rejects one in a helper
    (docs/DESIGN.md, 'Driver quirks'). After the keyword and the words of its type, a
    '*' must follow, where a variable's name and ';' would. A cast to a __local pointer
-   names a scalar of at most 4 bytes: the scratch is a float argument, aligned for
-   floats only, and a vector access through it faulted on NVIDIA. */
+   names a 4-byte scalar: the scratch is a float argument, aligned for floats only,
+   and a vector access through it faulted on NVIDIA. */
 static void check_no_local_variables(const char *text)
 {
     size_t found = 0;
@@ -328,12 +328,12 @@ static void check_no_local_variables(const char *text)
         const char *b = s;
         while (b > text && (b[-1] == ' ' || b[-1] == '\t')) b--;
         if (b > text && b[-1] == '(' && *p == '*') {
-            static const char *const scalars[] = {"float", "int", "uint", "ushort"};
+            static const char *const scalars[] = {"float", "int", "uint"};
             int ok = 0;
             for (size_t i = 0; i < COUNT_OF(scalars); i++)
                 ok |= type && type_len == strlen(scalars[i]) && !strncmp(type, scalars[i], type_len);
             CHECK(ok, "a cast to a __local pointer of %.*s in cl/ (the scratch is aligned for "
-                  "floats only: cast to float, int, uint or ushort): %.*s", (int)type_len,
+                  "floats only: cast to float, int or uint): %.*s", (int)type_len,
                   type ? type : "", shown > 160 ? 160 : shown, line);
         }
     }

@@ -274,16 +274,15 @@ static int plan_ok(const cln_profile *p, const cln_limits *lim, cln_op op, clnor
                     pl->k2 == CLN_K_COUNT,
                     "%s: coop plan wg %zu team %zu slices %zu x %zu cols, %zu groups, k2 %d",
                     label, pl->wg, pl->team, pl->slices, pl->slice_len, pl->groups, (int)pl->k2);
-        const size_t held = cln_coop_held(dt, e);
-        ok &= CHECK(pl->local_bytes >= pl->wg * (sizeof(float) * 2 + cln_coop_elem_bytes(dt) * held),
+        ok &= CHECK(pl->local_bytes >= pl->wg * sizeof(float) * (2 + cln_coop_held(e)),
                     "%s: coop slices of %zu elements a work-item in %zu bytes of local memory",
                     label, e, pl->local_bytes);
         /* The kernel holds at most CLN_COOP_BATCHES batches of the registers' size in
            local memory. */
-        ok &= CHECK(held <= CLN_COOP_BATCHES * cln_coop_elems(dt),
+        ok &= CHECK(cln_coop_held(e) <= CLN_COOP_BATCHES * CLN_COOP_ELEMS,
                     "%s: coop slices of %zu elements a work-item hold %zu in local memory, more "
-                    "than the kernel's %d batches of %zu", label, e, held, CLN_COOP_BATCHES,
-                    cln_coop_elems(dt));
+                    "than the kernel's %d batches of %d", label, e, cln_coop_held(e),
+                    CLN_COOP_BATCHES, CLN_COOP_ELEMS);
     } else if (pl->variant == CLN_VAR_REGISTERS || pl->variant == CLN_VAR_WORDS) {
         size_t k = cln_plan_reg_elems(pl, dt);
         /* The half-slot kernels are exactly the words_half plans. */
@@ -524,6 +523,34 @@ void test_plan(void)
                     CHECK(pl.variant == vocab[v].want, "%s, no_coop %d: %s, expected %s", label,
                           vocab[v].no_coop, cln_variant_name(pl.variant),
                           cln_variant_name(vocab[v].want));
+            }
+            /* The one launch's slices: of at most 64 elements a work-item where the rows'
+               groups then fit one wave (8 groups a compute unit: 1056 on 132), of up to
+               80 (32 in registers, 48 in local memory) where they would not, so that
+               fewer waves pay for the wait on a row's slices. */
+            const struct {
+                clnorm_dtype dt;
+                size_t rows, cols, slices;
+            } waves[] = {
+                {CLNORM_F32, 64, 128256, 16},   /* 1024 groups of 64: one wave */
+                {CLNORM_BF16, 64, 128256, 16},
+                {CLNORM_F32, 66, 128256, 16},   /* 1056 groups: still one wave */
+                {CLNORM_F32, 67, 128256, 13},   /* 1072 would not be: 871 of 80 */
+                {CLNORM_F32, 128, 151936, 15},  /* 2432 of 64 against 1920 of 80 */
+                {CLNORM_BF16, 128, 151936, 15},
+                {CLNORM_F16, 80, 128256, 13},   /* 1280 of 64 against 1040 of 80 */
+                {CLNORM_F32, 8, 262144, 32},    /* 2 groups a compute unit: 32 of 8192 */
+            };
+            for (size_t v = 0; v < COUNT_OF(waves); v++) {
+                plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, waves[v].dt,
+                           waves[v].rows, waves[v].cols);
+                if (CHECK_ST(plan(np, &none, CLN_OP_SOFTMAX_ONLINE, waves[v].dt, waves[v].rows,
+                                  waves[v].cols, &pl, why),
+                             CLNORM_SUCCESS))
+                    CHECK(pl.variant == CLN_VAR_COOP && pl.slices == waves[v].slices,
+                          "%s: %s in %zu slices of %zu, expected coop in %zu", label,
+                          cln_variant_name(pl.variant), pl.slices, pl.slice_len,
+                          waves[v].slices);
             }
         }
 
@@ -783,10 +810,10 @@ void test_plan(void)
                       clnorm_status_string(st), why);
             }
     }
-    /* Coop slices past the registers' cln_coop_elems elements a work-item (32 floats, 64
-       16-bit elements) hold the rest in local memory, up to the table's
-       coop_local_bytes (192: 48 floats, 96 16-bit elements) and within the local
-       memory left beside the pair scratch; longer slices split. */
+    /* Coop slices past the registers' CLN_COOP_ELEMS elements a work-item hold the rest
+       in local memory, up to the table's coop_local_elems (48) and within the local
+       memory left beside the pair scratch; longer slices split. The CPU classes' tables
+       take all of it at once (coop_resident_per_cu 0). */
     {
         const named_profile *np = coop_cpu;
         cln_limits coop = no_limits(), tight = no_limits();
@@ -810,16 +837,10 @@ void test_plan(void)
             {&coop, CLNORM_F32, 641, 2, 8 * 4 * (2 + 16) + 4},
             {&tight, CLNORM_F32, 384, 1, 8 * 4 * (2 + 16) + 4}, /* 48 a work-item: 16 past */
             {&tight, CLNORM_F32, 385, 2, 8 * 4 * 2 + 4},        /* more than 48: 256 + 129 */
-            /* 16-bit slices hold 64 elements a work-item in registers and 96 in local
-               memory at 2 bytes each. */
-            {&coop, CLNORM_BF16, 512, 1, 8 * 4 * 2 + 4},
-            {&coop, CLNORM_BF16, 1024, 1, 8 * (4 * 2 + 2 * 64) + 4},
-            {&coop, CLNORM_F16, 1280, 1, 8 * (4 * 2 + 2 * 96) + 4},
-            /* Two slices of 704 and 577 columns: 88 a work-item, 24 past, to 32. */
-            {&coop, CLNORM_BF16, 1281, 2, 8 * (4 * 2 + 2 * 32) + 4},
-            /* Room for 16 more floats is room for 32 16-bit elements. */
-            {&tight, CLNORM_F16, 768, 1, 8 * (4 * 2 + 2 * 32) + 4},
-            {&tight, CLNORM_F16, 769, 2, 8 * 4 * 2 + 4},
+            /* 16-bit slices hold their weights as float32 ones do. */
+            {&coop, CLNORM_BF16, 640, 1, 8 * 4 * (2 + 48) + 4},
+            {&coop, CLNORM_F16, 641, 2, 8 * 4 * (2 + 16) + 4},
+            {&tight, CLNORM_F16, 385, 2, 8 * 4 * 2 + 4},
         };
         for (size_t i = 0; i < COUNT_OF(cc); i++) {
             plan_label(label, sizeof label, np, cc[i].lim, CLN_OP_SOFTMAX_ONLINE, cc[i].dt, 3,
