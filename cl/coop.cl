@@ -1,10 +1,10 @@
 /* The coop variant: softmax of split rows in one launch. Several work-groups share a
    row; each holds its slice in registers (CLN_COOP_ELEMS elements per work-item) and,
    past them, in local memory (the plan's scratch before the pair's, cln_coop_held, in
-   at most CLN_COOP_BATCHES batches of the registers' size), publishes the slice's (m, l), waits until every slice of its row has published,
-   merges them all and writes its slice from where it holds it. The row is read from
-   memory once, against twice in the two-launch split (docs/DESIGN.md, 'One-launch
-   split rows').
+   at most CLN_COOP_BATCHES batches of the registers' size), publishes the slice's
+   (m, l), waits until every slice of its row has published, merges them all and
+   writes its slice from where it holds it. The row is read from memory once, against
+   twice in the two-launch split (docs/DESIGN.md, 'One-launch split rows').
 
    Waiting inside a kernel is safe only if every group waited for runs or will run.
    Groups therefore take their slice from a ticket in the order they start, not from

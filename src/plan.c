@@ -276,9 +276,10 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
         return 0;
     const size_t local = cln_plan_coop_local_elems(in, wg);
     size_t least = cln_div_up(in->cols, wg * (CLN_COOP_ELEMS + local));
-    if (t->coop_resident_per_cu && local > CLN_COOP_ELEMS) {
+    /* The table's resident groups are counted for its own work-group size. */
+    if (t->coop_resident_per_cu && local > CLN_COOP_ELEMS && wg == t->coop_wg) {
         const size_t one = cln_div_up(in->cols, wg * 2 * CLN_COOP_ELEMS);
-        if (one <= t->coop_resident_per_cu * in->cus / in->rows) least = one;
+        if (one <= in->cus && one <= t->coop_resident_per_cu * in->cus / in->rows) least = one;
     }
     size_t slices = in->lim->force_slices;
     if (!slices) {

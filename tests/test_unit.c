@@ -540,6 +540,8 @@ void test_plan(void)
                 {CLNORM_BF16, 128, 151936, 15},
                 {CLNORM_F16, 80, 128256, 13},   /* 1280 of 64 against 1040 of 80 */
                 {CLNORM_F32, 8, 262144, 32},    /* 2 groups a compute unit: 32 of 8192 */
+                /* 147 slices of 64 would outnumber the compute units: 131 of 9216. */
+                {CLNORM_F32, 1, 1200000, 131},
             };
             for (size_t v = 0; v < COUNT_OF(waves); v++) {
                 plan_label(label, sizeof label, np, &none, CLN_OP_SOFTMAX_ONLINE, waves[v].dt,

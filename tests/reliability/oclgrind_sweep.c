@@ -94,8 +94,8 @@ static const sw_config configs[] = {
        (CLNORM_TEST_FAULTS=coop) so that the plan takes it. */
     {"coop wg8 S1", "coop", "8", NULL, "1", 3, 203, 0},
     {"coop wg6 S1", "coop", "6", NULL, "1", 3, 151, 0},
-    /* ... and slices past the registers, held in local memory in two batches (75
-       elements a work-item). */
+    /* ... and slices past the registers, held in local memory in two batches (76 to 80
+       elements a work-item, by the build's vector). */
     {"coop wg8 S1 held", "coop", "8", NULL, "1", 2, 600, 0},
     /* Rows in registers as words of two elements: the half-slot RMSNorm kernels where
        they hold the row, the full ones where only those do (122 columns in float32,
