@@ -274,13 +274,15 @@ static size_t cln_plan_coop_slices(const cln_plan_in *in, cln_op op, size_t wg, 
     if (!t->coop_wg || !in->p->coop || misaligned || !wg || wg > in->max_wg ||
         !cln_has_variant(op, CLN_VAR_COOP) || !in->rows)
         return 0;
-    const size_t local = cln_plan_coop_local_elems(in, wg);
-    size_t least = cln_div_up(in->cols, wg * (CLN_COOP_ELEMS + local));
-    /* The table's resident groups are counted for its own work-group size. */
-    if (t->coop_resident_per_cu && local > CLN_COOP_ELEMS && wg == t->coop_wg) {
+    /* Past one batch only where slices of one batch would not fit one wave of the
+       table's resident groups (counted for its own work-group) or the compute units. */
+    size_t local = cln_plan_coop_local_elems(in, wg);
+    if (t->coop_resident_per_cu && wg == t->coop_wg && local > CLN_COOP_ELEMS) {
         const size_t one = cln_div_up(in->cols, wg * 2 * CLN_COOP_ELEMS);
-        if (one <= in->cus && one <= t->coop_resident_per_cu * in->cus / in->rows) least = one;
+        if (one <= in->cus && one <= t->coop_resident_per_cu * in->cus / in->rows)
+            local = CLN_COOP_ELEMS;
     }
+    const size_t least = cln_div_up(in->cols, wg * (CLN_COOP_ELEMS + local));
     size_t slices = in->lim->force_slices;
     if (!slices) {
         slices = cln_div_up(t->coop_groups_per_cu * in->cus, in->rows);
