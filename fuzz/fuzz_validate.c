@@ -401,7 +401,11 @@ static void host_call(fz *f, int fn)
     unsigned prob = 0;
     if (!s || dt < 0 || dt > 2 || cols == 0 || overflow) prob |= BIT(CLNORM_INVALID_ARGUMENT);
     if (!overflow && bytes > 65536 && rows && !prob) return; /* too big to hand over */
-    size_t cap = prob ? 64 : bytes, gcap = cols * es < 65536 ? cols * es : 64;
+    /* gamma holds a whole row whenever one fits what is handed over (a single row of
+       exactly 64 KiB included); otherwise the call is refused or returns early. */
+    size_t row_bytes = 0;
+    size_t cap = prob ? 64 : bytes,
+           gcap = !__builtin_mul_overflow(cols, es, &row_bytes) && row_bytes <= 65536 ? row_bytes : 64;
     /* Arrays with 64 guard bytes after each. */
     unsigned char *x = malloc(cap + 64), *y = malloc(cap + 64), *r = malloc(cap + 64),
                   *g = malloc(gcap + 64);

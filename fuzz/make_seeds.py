@@ -195,6 +195,9 @@ def validate():
           + u32(0) + u8(0))
     write("fuzz_validate", "host-overflow", u8(4) + u8(0) + size(2**62) + size(2**62) + u8(0)
           + u8(0) + u32(0) + u8(0))
+    # One row of exactly 64 KiB, the largest handed over, with gamma: 16-bit.
+    write("fuzz_validate", "host-rmsnorm-64k-row", u8(4) + u8(1) + size(1) + size(32768) + u8(0)
+          + u8(0) + u32(0) + u8(0))
     write("fuzz_validate", "host-add", u8(7) + u8(1) + size(3) + size(20) + u8(64) + u8(0)
           + u32(0) + u8(0))
 
